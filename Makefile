@@ -1,0 +1,63 @@
+# hetplanner — run `make help` for the targets.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PYTHON := $(BIN)/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export DJANGO_SETTINGS_MODULE ?= hetplanner.settings.local
+
+.DEFAULT_GOAL := help
+.PHONY: help setup run worker test test-core lint format typecheck bench check-deploy clean
+
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PYTHON) || $(PY) -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+setup: $(STAMP) ## Create .venv, install, migrate and load the seed catalog
+	$(PYTHON) manage.py migrate --noinput
+	$(PYTHON) manage.py seed_catalog
+	$(PYTHON) manage.py collectstatic --noinput --verbosity 0
+
+run: setup ## Serve the dashboard on http://127.0.0.1:8000 with a Celery worker (embedded defaults)
+	$(PYTHON) manage.py runstack --host $(HOST) --port $(PORT)
+
+worker: $(STAMP) ## Start one Celery worker (add more on any host to scale out)
+	$(BIN)/celery -A hetplanner worker --loglevel=INFO --concurrency=$${CONCURRENCY:-2}
+
+test: export DJANGO_SETTINGS_MODULE = hetplanner.settings.test
+test: $(STAMP) ## Run the whole test suite (core, integration with a real worker, browser)
+	$(BIN)/pytest
+
+test-core: $(STAMP) ## Run only the simulation-core tests (no database)
+	$(BIN)/pytest tests/core
+
+lint: $(STAMP) ## ruff lint + format check, mypy on the core
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: $(STAMP) ## Apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+typecheck: $(STAMP) ## mypy on the simulation core
+	$(BIN)/mypy
+
+bench: export DJANGO_SETTINGS_MODULE = hetplanner.settings.test
+bench: $(STAMP) ## Run the benchmarks; writes .bench/results.json and prints a table
+	$(BIN)/pytest benchmarks -p benchmarks.report --benchmark-only --benchmark-disable-gc -q
+
+check-deploy: $(STAMP) ## manage.py check --deploy on production settings
+	DJANGO_SETTINGS_MODULE=hetplanner.settings.production DJANGO_SECRET_KEY=$$(head -c 48 /dev/urandom | base64) \
+	  DJANGO_ALLOWED_HOSTS=example.com $(PYTHON) manage.py check --deploy --fail-level WARNING
+
+clean: ## Remove the virtualenv, caches and local state
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench var staticfiles

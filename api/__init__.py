@@ -1,0 +1,1 @@
+"""REST API (Django REST Framework) over the catalog, scenarios and runs."""

@@ -1,0 +1,10 @@
+"""App config for the REST API."""
+
+from django.apps import AppConfig
+
+
+class ApiConfig(AppConfig):
+    """REST API app."""
+
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "api"

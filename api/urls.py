@@ -1,0 +1,8 @@
+"""API routes (filled in by the REST API work, issue #8)."""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+]

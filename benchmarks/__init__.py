@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): pytest-benchmark tests plus the report plugin."""

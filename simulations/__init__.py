@@ -1,0 +1,1 @@
+"""The simulations app: catalog, scenarios and runs, their services, tasks and commands."""

@@ -1,0 +1,121 @@
+"""The built-in catalog: devices, runtime profiles and models shipped as JSON in ``data/``.
+
+The same files seed the database (``manage.py seed_catalog``); this loader lets the core,
+its tests and the calibration scripts use the catalog without Django. Every record carries a
+``sources`` mapping from each numeric field to where the number comes from.
+
+Layout: ``data/devices/*.json``, ``data/runtimes/*.json``, ``data/models/*.json``; each file
+holds a JSON list of records whose keys are the spec dataclass's field names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .errors import SpecError
+from .spec import DeviceKind, DeviceSpec, LinkSpec, MemoryTier, ModelSpec, RuntimeProfile
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+def device_from_dict(d: Mapping[str, Any]) -> DeviceSpec:
+    """Build a DeviceSpec from a catalog record (nested memory tiers and links)."""
+    rec = dict(d)
+    rec.pop("notes", None)
+    rec["memory"] = tuple(MemoryTier(**m) for m in rec.get("memory", ()))
+    for key in ("host_link", "peer_link"):
+        if rec.get(key) is not None:
+            rec[key] = LinkSpec(**rec[key])
+    rec["npu_static_shapes"] = tuple(rec.get("npu_static_shapes", ()))
+    try:
+        return DeviceSpec(**rec)
+    except TypeError as exc:
+        raise SpecError(str(rec.get("slug", "device")), str(exc)) from exc
+
+
+def runtime_from_dict(d: Mapping[str, Any]) -> RuntimeProfile:
+    """Build a RuntimeProfile from a catalog record."""
+    rec = dict(d)
+    rec.pop("notes", None)
+    try:
+        return RuntimeProfile(**rec)
+    except TypeError as exc:
+        raise SpecError(str(rec.get("slug", "runtime")), str(exc)) from exc
+
+
+def model_from_dict(d: Mapping[str, Any]) -> ModelSpec:
+    """Build a ModelSpec from a catalog record."""
+    rec = dict(d)
+    rec.pop("notes", None)
+    try:
+        return ModelSpec(**rec)
+    except TypeError as exc:
+        raise SpecError(str(rec.get("slug", "model")), str(exc)) from exc
+
+
+def iter_records(kind: str) -> Iterator[dict[str, Any]]:
+    """Raw records of ``kind`` (devices, runtimes or models), in file then list order."""
+    for path in sorted((DATA_DIR / kind).glob("*.json")):
+        records = json.loads(path.read_text())
+        if not isinstance(records, list):
+            raise SpecError(str(path), "a catalog file must hold a JSON list")
+        yield from records
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Specs by slug, with the default runtime profile per device kind."""
+
+    devices: Mapping[str, DeviceSpec]
+    runtimes: Mapping[str, RuntimeProfile]
+    models: Mapping[str, ModelSpec]
+    default_runtimes: Mapping[DeviceKind, str]
+
+    def device(self, slug: str) -> DeviceSpec:
+        """The device ``slug``; SpecError naming it when unknown."""
+        try:
+            return self.devices[slug]
+        except KeyError:
+            raise SpecError("device", f"unknown device {slug!r}") from None
+
+    def runtime(self, slug: str) -> RuntimeProfile:
+        """The runtime profile ``slug``; SpecError naming it when unknown."""
+        try:
+            return self.runtimes[slug]
+        except KeyError:
+            raise SpecError("runtime", f"unknown runtime profile {slug!r}") from None
+
+    def model(self, slug: str) -> ModelSpec:
+        """The model ``slug``; SpecError naming it when unknown."""
+        try:
+            return self.models[slug]
+        except KeyError:
+            raise SpecError("model", f"unknown model {slug!r}") from None
+
+    def default_runtime(self, device: DeviceSpec) -> RuntimeProfile:
+        """The runtime a device uses when a scenario names none (DESIGN.md §5)."""
+        slug = self.default_runtimes.get(device.kind)
+        if slug is None:
+            raise SpecError("runtime", f"no default runtime for {device.kind.value} devices")
+        return self.runtime(slug)
+
+
+@cache
+def builtin_catalog() -> Catalog:
+    """The catalog shipped in ``data/`` (loaded once per process)."""
+    devices = {r["slug"]: device_from_dict(r) for r in iter_records("devices")}
+    runtimes: dict[str, RuntimeProfile] = {}
+    defaults: dict[DeviceKind, str] = {}
+    for r in iter_records("runtimes"):
+        is_default = bool(r.pop("default_for_kind", False))
+        rt = runtime_from_dict(r)
+        runtimes[rt.slug] = rt
+        if is_default:
+            defaults[rt.device_kind] = rt.slug
+    models = {r["slug"]: model_from_dict(r) for r in iter_records("models")}
+    return Catalog(devices, runtimes, models, defaults)

@@ -1,0 +1,58 @@
+"""Device cost models, one module per kind, looked up by DeviceKind.
+
+Each module registers its class with :func:`register_device_model`; importing this package
+imports them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from functools import cache
+
+from simulations.core.errors import SpecError
+from simulations.core.spec import DeviceKind, DeviceSpec, RuntimeProfile
+
+from .base import DeviceModel, PhaseCost
+
+_MODELS: dict[DeviceKind, type[DeviceModel]] = {}
+_MODULES = ("gpu", "fpga", "npu", "cpu")
+
+
+def register_device_model(kind: DeviceKind) -> Callable[[type[DeviceModel]], type[DeviceModel]]:
+    """Class decorator: the cost model for devices of ``kind``."""
+
+    def deco(cls: type[DeviceModel]) -> type[DeviceModel]:
+        _MODELS[kind] = cls
+        return cls
+
+    return deco
+
+
+def _load() -> None:
+    for name in _MODULES:
+        try:
+            importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+
+
+@cache
+def build_device_model(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
+    """The cost model of ``device`` running ``runtime`` (cached per pair)."""
+    _load()
+    if runtime.device_kind is not device.kind:
+        raise SpecError(
+            "runtime",
+            f"runtime {runtime.slug!r} is for {runtime.device_kind.value} devices, "
+            f"not {device.kind.value} ({device.slug})",
+        )
+    try:
+        cls = _MODELS[device.kind]
+    except KeyError:
+        raise SpecError("device", f"no cost model for {device.kind.value} devices") from None
+    return cls(device, runtime)
+
+
+__all__ = ["DeviceModel", "PhaseCost", "build_device_model", "register_device_model"]

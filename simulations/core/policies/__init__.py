@@ -1,0 +1,8 @@
+"""Scheduling policies, one module per paper, registered by name (see :mod:`.base`).
+
+Importing this package imports every policy module so the registry is complete.
+"""
+
+from .base import OptionSpec, Policy, RoleSpec, get_policy, policy_names, register
+
+__all__ = ["OptionSpec", "Policy", "RoleSpec", "get_policy", "policy_names", "register"]

@@ -1,0 +1,40 @@
+"""Entry point of the simulation core: run a scenario, return the result document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .policies import get_policy
+from .policies.base import ProgressFn
+from .spec import ScenarioSpec
+
+
+def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Simulate every system of ``scenario`` and return the result document (DESIGN.md §4).
+
+    Every system sees the same requests: the engine draws them from the workload's own seed.
+    Each system also gets a ``numpy.random.Generator`` for policy-internal randomness, derived
+    from the seed and the system's position, so results are deterministic and independent.
+    ``progress`` receives a fraction in [0, 1]. Raises UnknownPolicyError before any work
+    if a system names a policy the core does not implement.
+    """
+    from . import policies as _policies  # noqa: F401  (fills the registry)
+
+    classes = [get_policy(s.policy) for s in scenario.systems]
+    n = len(scenario.systems)
+    results = []
+    for i, (system, cls) in enumerate(zip(scenario.systems, classes, strict=True)):
+        rng = np.random.default_rng([scenario.workload.seed, i])
+
+        def sub_progress(frac: float, i: int = i) -> None:
+            if progress is not None:
+                progress((i + min(max(frac, 0.0), 1.0)) / n)
+
+        results.append(
+            cls().run(system, scenario.model, scenario.workload, scenario.slo, rng, sub_progress)
+        )
+    if progress is not None:
+        progress(1.0)
+    return {"scenario": scenario.name, "model": scenario.model.slug, "systems": results}

@@ -1,0 +1,475 @@
+"""Frozen specifications the simulation core works on: hardware, software stacks, models,
+workloads and systems.
+
+Hardware specs hold datasheet facts only (units in the field names); software behaviour
+(achieved fractions of peak, launch overheads, precisions) lives in :class:`RuntimeProfile`.
+Every spec validates itself on construction and raises :class:`~.errors.SpecError` naming
+the field, so nothing non-finite or non-positive reaches a cost model.
+
+``sources`` maps a numeric field name to where the number comes from (datasheet, paper
+table); it is carried along for display and never takes part in equality or hashing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+from .errors import SpecError
+
+# --- enumerations ----------------------------------------------------------------------------
+
+
+class DeviceKind(StrEnum):
+    """What a device is; selects its cost model in :mod:`.devices`."""
+
+    GPU = "gpu"
+    FPGA = "fpga"
+    NPU = "npu"
+    CPU = "cpu"
+    SOC = "soc"
+    MEMORY_ACCEL = "memory-accel"
+
+
+class MemoryKind(StrEnum):
+    """Technology of a memory tier."""
+
+    HBM = "hbm"
+    GDDR = "gddr"
+    LPDDR = "lpddr"
+    DDR = "ddr"
+    SRAM = "sram"
+
+
+class LinkKind(StrEnum):
+    """Kind of interconnect between two places that hold data."""
+
+    PCIE = "pcie"
+    NVLINK = "nvlink"
+    C2C = "c2c"
+    UNIFIED = "unified"  # on-SoC shared memory: a "transfer" is a cache flush / map
+
+
+class FfnKind(StrEnum):
+    """Feed-forward block shape: gated (SwiGLU: gate, up, down) or plain (up, down)."""
+
+    GATED = "gated"
+    PLAIN = "plain"
+
+
+# --- validation helpers ----------------------------------------------------------------------
+
+#: Upper bound for any physical quantity a spec may hold; guards against absurd inputs
+#: (1e15 is far above any real TFLOPS, GB/s, GB, W or USD figure).
+MAX_QUANTITY = 1e15
+
+
+def check_positive(path: str, value: float, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float if it is finite, bounded and positive, else raise."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(path, f"must be a number, got {type(value).__name__}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise SpecError(path, "must be finite (NaN and Infinity are rejected)")
+    if v < 0 or (v == 0 and not allow_zero):
+        raise SpecError(path, "must be positive" if not allow_zero else "must not be negative")
+    if v > MAX_QUANTITY:
+        raise SpecError(path, f"is absurdly large (> {MAX_QUANTITY:g})")
+    return v
+
+
+def check_fraction(path: str, value: float) -> float:
+    """Return ``value`` if it lies in (0, 1], else raise."""
+    v = check_positive(path, value)
+    if v > 1.0:
+        raise SpecError(path, "must be a fraction in (0, 1]")
+    return v
+
+
+def check_count(path: str, value: int, *, minimum: int = 1, maximum: int = 10**9) -> int:
+    """Return ``value`` if it is an integer in [minimum, maximum], else raise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(path, f"must be an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise SpecError(path, f"must be at least {minimum}")
+    if value > maximum:
+        raise SpecError(path, f"must be at most {maximum}")
+    return value
+
+
+def _check_optional_positive(obj: Any, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None:
+            check_positive(f"{type(obj).__name__}.{name}", value)
+
+
+# --- hardware --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTier:
+    """One memory tier attached to a device (its capacity and peak bandwidth)."""
+
+    kind: MemoryKind
+    capacity_gb: float
+    bw_gbps: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", MemoryKind(self.kind))
+        check_positive("memory.capacity_gb", self.capacity_gb)
+        check_positive("memory.bw_gbps", self.bw_gbps)
+
+    @property
+    def capacity_bytes(self) -> float:
+        """Capacity in bytes (GB = 1e9 bytes, as datasheets use)."""
+        return self.capacity_gb * 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSpec:
+    """An interconnect: transfer time = ``latency_us`` + bytes / ``bw_gbps`` (per direction)."""
+
+    kind: LinkKind
+    bw_gbps: float
+    latency_us: float = 0.0
+    pcie_gen: int | None = None
+    lanes: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", LinkKind(self.kind))
+        check_positive("link.bw_gbps", self.bw_gbps)
+        check_positive("link.latency_us", self.latency_us, allow_zero=True)
+
+    def transfer_s(self, nbytes: float) -> float:
+        """Seconds to move ``nbytes`` over this link."""
+        return self.latency_us * 1e-6 + nbytes / (self.bw_gbps * 1e9)
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """Datasheet facts of one device (no software behaviour).
+
+    Peak compute is dense (no sparsity). ``memory[0]`` is the device's primary (local)
+    memory. Kind-specific fields are ``None`` where they do not apply. ``parent`` names the
+    SoC a component (GPU/NPU/CPU of a phone SoC) belongs to.
+    """
+
+    slug: str
+    name: str
+    kind: DeviceKind
+    vendor: str
+    memory: tuple[MemoryTier, ...]
+    tdp_w: float
+    idle_w: float
+    price_usd: float | None = None
+    fp16_tflops: float | None = None
+    bf16_tflops: float | None = None
+    int8_tops: float | None = None
+    int4_tops: float | None = None
+    fp32_tflops: float | None = None
+    typical_w: float | None = None
+    host_link: LinkSpec | None = None
+    peer_link: LinkSpec | None = None
+    parent: str | None = None
+    # FPGA (instruction-driven accelerator such as FlightLLM)
+    fpga_clock_mhz: float | None = None
+    fpga_hbm_channels: int | None = None
+    fpga_issue_cycles: float | None = None
+    # NPU (weight-stationary systolic array)
+    npu_array_rows: int | None = None
+    npu_array_cols: int | None = None
+    npu_static_shapes: tuple[int, ...] = ()
+    # CPU
+    cpu_cores: int | None = None
+    cpu_simd_width_bits: int | None = None
+    cpu_clock_ghz: float | None = None
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", DeviceKind(self.kind))
+        object.__setattr__(self, "memory", tuple(self.memory))
+        object.__setattr__(self, "npu_static_shapes", tuple(self.npu_static_shapes))
+        if not self.slug:
+            raise SpecError("slug", "must not be empty")
+        if not self.memory and self.kind is not DeviceKind.SOC:
+            raise SpecError(f"{self.slug}.memory", "a device needs at least one memory tier")
+        check_positive(f"{self.slug}.tdp_w", self.tdp_w)
+        check_positive(f"{self.slug}.idle_w", self.idle_w, allow_zero=True)
+        if self.idle_w > self.tdp_w:
+            raise SpecError(f"{self.slug}.idle_w", "must not exceed tdp_w")
+        _check_optional_positive(
+            self,
+            (
+                "price_usd",
+                "fp16_tflops",
+                "bf16_tflops",
+                "int8_tops",
+                "int4_tops",
+                "fp32_tflops",
+                "typical_w",
+                "fpga_clock_mhz",
+                "fpga_hbm_channels",
+                "fpga_issue_cycles",
+                "npu_array_rows",
+                "npu_array_cols",
+                "cpu_cores",
+                "cpu_simd_width_bits",
+                "cpu_clock_ghz",
+            ),
+        )
+        for i, s in enumerate(self.npu_static_shapes):
+            check_count(f"{self.slug}.npu_static_shapes[{i}]", s)
+
+    @property
+    def primary_memory(self) -> MemoryTier:
+        """The device's local memory (weights and KV cache live here by default)."""
+        return self.memory[0]
+
+    @property
+    def memory_capacity_bytes(self) -> float:
+        """Capacity of the primary memory tier in bytes."""
+        return self.primary_memory.capacity_bytes
+
+    @property
+    def mem_bw_gbps(self) -> float:
+        """Peak bandwidth of the primary memory tier in GB/s."""
+        return self.primary_memory.bw_gbps
+
+    def peak_ops_per_s(self, act_bits: int, weight_bits: int) -> float:
+        """Peak dense operations per second for a precision pair (FLOP/s or OP/s).
+
+        Integer paths are used when both operands are integers of that width or narrower
+        (W4A8 runs on INT8 units); otherwise the FP16/BF16 tensor path.
+        """
+        if act_bits <= 8 and weight_bits <= 8 and self.int8_tops is not None:
+            if act_bits <= 4 and self.int4_tops is not None:
+                return self.int4_tops * 1e12
+            return self.int8_tops * 1e12
+        peak = self.fp16_tflops or self.bf16_tflops or self.fp32_tflops
+        if peak is None:
+            raise SpecError(f"{self.slug}.fp16_tflops", "no peak compute for this precision")
+        return peak * 1e12
+
+
+# --- software stacks -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RuntimeProfile:
+    """Behaviour of one software stack (e.g. HuggingFace eager FP16, FlightLLM W4A8).
+
+    One profile is fitted across every device it is calibrated on at once (see
+    ``simulations/core/calibration``); nothing here is specific to one (device, workload).
+    ``params`` carries extra fitted parameters a device model documents (e.g. FPGA prefetch
+    or power coefficients); unknown keys are rejected by the device model that reads them.
+    """
+
+    slug: str
+    name: str
+    device_kind: DeviceKind
+    weight_bits: int
+    act_bits: int
+    kv_bits: int
+    compute_eff: float
+    bw_eff: float
+    kernel_launch_us: float = 0.0
+    kernels_per_layer: int = 0
+    params: Mapping[str, float] = field(default_factory=dict, compare=False, hash=False)
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "device_kind", DeviceKind(self.device_kind))
+        for name in ("weight_bits", "act_bits", "kv_bits"):
+            bits = getattr(self, name)
+            if bits not in (2, 3, 4, 8, 16, 32):
+                raise SpecError(f"{self.slug}.{name}", f"unknown precision: {bits} bits")
+        check_fraction(f"{self.slug}.compute_eff", self.compute_eff)
+        check_fraction(f"{self.slug}.bw_eff", self.bw_eff)
+        check_positive(f"{self.slug}.kernel_launch_us", self.kernel_launch_us, allow_zero=True)
+        check_count(f"{self.slug}.kernels_per_layer", self.kernels_per_layer, minimum=0)
+        for key, value in self.params.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise SpecError(f"{self.slug}.params.{key}", "must be a number")
+            if not math.isfinite(float(value)):
+                raise SpecError(f"{self.slug}.params.{key}", "must be finite")
+
+    def param(self, key: str, default: float | None = None) -> float:
+        """A fitted extra parameter; raises SpecError naming it when absent and no default."""
+        if key in self.params:
+            return float(self.params[key])
+        if default is None:
+            raise SpecError(f"{self.slug}.params.{key}", "missing runtime parameter")
+        return default
+
+
+# --- models ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Shapes of a decoder-only LLM (MHA when ``n_kv_heads == n_heads``, else GQA/MQA)."""
+
+    slug: str
+    name: str
+    n_layers: int
+    hidden_size: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    ffn_size: int
+    ffn_kind: FfnKind
+    vocab_size: int
+    tied_embeddings: bool = False
+    max_context: int = 4096
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ffn_kind", FfnKind(self.ffn_kind))
+        for name in (
+            "n_layers",
+            "hidden_size",
+            "n_heads",
+            "n_kv_heads",
+            "head_dim",
+            "ffn_size",
+            "vocab_size",
+            "max_context",
+        ):
+            check_count(f"{self.slug}.{name}", getattr(self, name), maximum=10**7)
+        if self.n_heads % self.n_kv_heads:
+            raise SpecError(f"{self.slug}.n_kv_heads", "must divide n_heads")
+
+    @property
+    def gqa_group(self) -> int:
+        """Query heads per KV head (1 for MHA)."""
+        return self.n_heads // self.n_kv_heads
+
+    def kv_bytes_per_token(self, kv_bits: int) -> float:
+        """Exact KV-cache bytes one token occupies: 2 × layers × KV heads × head dim × bytes."""
+        return 2 * self.n_layers * self.n_kv_heads * self.head_dim * kv_bits / 8
+
+
+# --- workloads -------------------------------------------------------------------------------
+
+
+class LengthDistKind(StrEnum):
+    """How token lengths are drawn."""
+
+    FIXED = "fixed"
+    UNIFORM = "uniform"
+    LOGNORMAL = "lognormal"
+    TRACE = "trace"
+
+
+@dataclass(frozen=True, slots=True)
+class LengthDist:
+    """A token-length distribution.
+
+    fixed: ``value``; uniform: integers in [``low``, ``high``]; lognormal: ``median`` and
+    ``sigma`` (of log-length), clipped to [``low``, ``high``]; trace: taken from the trace.
+    """
+
+    kind: LengthDistKind
+    value: int | None = None
+    low: int | None = None
+    high: int | None = None
+    median: float | None = None
+    sigma: float | None = None
+
+
+class ArrivalKind(StrEnum):
+    """Arrival process."""
+
+    CLOSED = "closed"  # every request is present at t = 0 (offline / saturated throughput)
+    POISSON = "poisson"
+    TRACE = "trace"
+
+
+@dataclass(frozen=True, slots=True)
+class ArrivalSpec:
+    """Arrival process: closed, Poisson at ``rate_per_s``, or a trace's timestamps scaled by
+    ``time_scale`` (2.0 = twice as slow)."""
+
+    kind: ArrivalKind
+    rate_per_s: float | None = None
+    time_scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class TraceData:
+    """Rows of an Azure-format trace: arrival offsets (s from the first row) and lengths."""
+
+    arrival_s: tuple[float, ...]
+    input_tokens: tuple[int, ...]
+    output_tokens: tuple[int, ...]
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A workload: how many requests, their lengths and arrivals, and the seed."""
+
+    requests: int
+    input_tokens: LengthDist
+    output_tokens: LengthDist
+    arrival: ArrivalSpec
+    seed: int = 0
+    trace: TraceData | None = field(default=None, compare=False)
+
+
+# --- systems and scenarios -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DevicePlacement:
+    """``count`` identical devices in a system, with a policy role and a software stack."""
+
+    device: DeviceSpec
+    count: int
+    runtime: RuntimeProfile
+    role: str = ""
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A candidate system: devices, the policy that runs them and its options."""
+
+    name: str
+    policy: str
+    devices: tuple[DevicePlacement, ...]
+    options: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def by_role(self, role: str) -> tuple[DevicePlacement, ...]:
+        """The placements that play ``role``."""
+        return tuple(p for p in self.devices if p.role == role)
+
+
+@dataclass(frozen=True, slots=True)
+class SloSpec:
+    """Latency and throughput targets; ``None`` means no target."""
+
+    ttft_p90_ms: float | None = None
+    tpot_p90_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    e2e_p90_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    """A validated scenario (DESIGN.md §3) with every catalog slug resolved to a spec."""
+
+    name: str
+    model: ModelSpec
+    workload: WorkloadSpec
+    systems: tuple[SystemSpec, ...]
+    slo: SloSpec = field(default_factory=SloSpec)
+
+
+def spec_field_names(cls: type) -> tuple[str, ...]:
+    """Names of a spec dataclass's fields (used by the catalog loader and the ORM adapter)."""
+    return tuple(f.name for f in fields(cls))
