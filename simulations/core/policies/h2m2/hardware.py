@@ -1,0 +1,158 @@
+"""The H2M2 memory system (Table 1) and its variants (Table 4, §5.5), as two :class:`Side`s.
+
+Constants here are the paper's own configuration (Table 1 follows NVIDIA's Grace Hopper). When
+a scenario names catalog devices, their memory tiers and links replace these defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from simulations.core.devices.h2m2_accel import AcceleratorConfig, Side
+from simulations.core.errors import SpecError
+from simulations.core.spec import DevicePlacement, DeviceSpec, MemoryKind, check_positive
+
+TABLE1 = "H2M2 paper, Table 1 (following NVIDIA Grace Hopper [32])"
+
+#: Table 1 of the paper; used when no catalog device is given.
+HBM3_CAPACITY_GB = 96.0
+HBM3_BW_GBPS = 3000.0
+LPDDR5X_CAPACITY_GB = 512.0
+LPDDR5X_BW_GBPS = 544.0
+INTERCONNECT_GBPS = 960.0
+SOURCES = {
+    "HBM3_CAPACITY_GB": f"{TABLE1}: HBM3 96 GB",
+    "HBM3_BW_GBPS": f"{TABLE1}: HBM3 3 TB/s",
+    "LPDDR5X_CAPACITY_GB": f"{TABLE1}: LPDDR5X 512 GB",
+    "LPDDR5X_BW_GBPS": f"{TABLE1}: LPDDR5X 544 GB/s",
+    "INTERCONNECT_GBPS": f"{TABLE1}: interconnect between the two accelerators 960 GB/s",
+}
+
+
+@dataclass(frozen=True)
+class H2M2Hardware:
+    """An asymmetric memory: an HBM side and an LPDDR side, each with its accelerator chips,
+    joined by an interconnect of ``link_gbps`` (both directions share it)."""
+
+    hbm: Side
+    lpddr: Side
+    link_gbps: float = INTERCONNECT_GBPS
+
+    def __post_init__(self) -> None:
+        check_positive("hardware.link_gbps", self.link_gbps)
+
+    @classmethod
+    def table1(cls, accel: AcceleratorConfig | None = None) -> H2M2Hardware:
+        """The paper's configuration (Tables 1 and 2)."""
+        cfg = accel or AcceleratorConfig()
+        return cls(
+            Side(MemoryKind.HBM, HBM3_CAPACITY_GB, HBM3_BW_GBPS, 1, cfg),
+            Side(MemoryKind.LPDDR, LPDDR5X_CAPACITY_GB, LPDDR5X_BW_GBPS, 1, cfg),
+            INTERCONNECT_GBPS,
+        )
+
+    @classmethod
+    def from_device(cls, device: DeviceSpec) -> H2M2Hardware:
+        """An H2M2 board described as one catalog device with an HBM and an LPDDR tier."""
+        return cls.from_devices([device])
+
+    @classmethod
+    def from_devices(cls, devices: Iterable[DeviceSpec]) -> H2M2Hardware:
+        """Collect the HBM and LPDDR tiers (one chip beside each) and the link of ``devices``.
+
+        A device may carry both tiers (one board) or one tier each (two records). The link is
+        the first ``peer_link`` found, else Table 1's interconnect.
+        """
+        base = cls.table1()
+        hbm: Side | None = None
+        lpddr: Side | None = None
+        link = None
+        for dev in devices:
+            accel = base.hbm.accel
+            if dev.npu_array_rows is not None and dev.npu_array_cols is not None:
+                accel = replace(
+                    accel, mm_rows=int(dev.npu_array_rows), mm_cols=int(dev.npu_array_cols)
+                )
+            for tier in dev.memory:
+                side = Side(tier.kind, tier.capacity_gb, tier.bw_gbps, 1, accel)
+                if tier.kind is MemoryKind.HBM and hbm is None:
+                    hbm = side
+                elif tier.kind is MemoryKind.LPDDR and lpddr is None:
+                    lpddr = side
+            if link is None and dev.peer_link is not None:
+                link = dev.peer_link.bw_gbps
+        if hbm is None:
+            raise SpecError("devices", "an H2M2 system needs a device with an HBM memory tier")
+        if lpddr is None:
+            raise SpecError("devices", "an H2M2 system needs a device with an LPDDR memory tier")
+        return cls(hbm, lpddr, link or INTERCONNECT_GBPS)
+
+    @classmethod
+    def from_placements(cls, placements: Iterable[DevicePlacement]) -> H2M2Hardware:
+        """As :meth:`from_devices`; ``count`` multiplies the chips beside that device's tiers
+        (Table 4's ``HBMChip-More``: two chips on the HBM side)."""
+        placements = list(placements)
+        hw = cls.from_devices(p.device for p in placements)
+        hbm_chips = sum(
+            p.count for p in placements if any(t.kind is MemoryKind.HBM for t in p.device.memory)
+        )
+        lpddr_chips = sum(
+            p.count for p in placements if any(t.kind is MemoryKind.LPDDR for t in p.device.memory)
+        )
+        return cls(
+            replace(hw.hbm, chips=max(1, hbm_chips)),
+            replace(hw.lpddr, chips=max(1, lpddr_chips)),
+            hw.link_gbps,
+        )
+
+    def variant(self, name: str) -> H2M2Hardware:
+        """A Table 4 variant of this hardware (``Original`` returns it unchanged)."""
+        h, lp = self.hbm, self.lpddr
+        changes: dict[str, Any] = {
+            "Original": {},
+            "HBMcap-Less": {"hbm": replace(h, capacity_gb=h.capacity_gb * 0.5)},
+            "HBMcap-More": {"hbm": replace(h, capacity_gb=h.capacity_gb * 2.0)},
+            "HBMbw-Less": {"hbm": replace(h, bw_gbps=2250.0)},
+            "HBMbw-More": {"hbm": replace(h, bw_gbps=4000.0)},
+            "LPDDRbw-Less": {"lpddr": replace(lp, bw_gbps=408.0)},
+            "LPDDRbw-More": {"lpddr": replace(lp, bw_gbps=680.0)},
+            "HBMChip-More": {"hbm": replace(h, chips=h.chips * 2)},
+            "LPDDRChip-More": {"lpddr": replace(lp, chips=lp.chips * 2)},
+        }
+        if name not in changes:
+            raise SpecError("variant", f"unknown Table 4 variant {name!r}")
+        return replace(self, **changes[name])
+
+    # --- the homogeneous systems the paper compares against --------------------------------
+
+    def lpddr_only(self) -> Side:
+        """Fig. 4(b): both chips beside the LPDDR (the baseline, same compute as H2M2)."""
+        return replace(self.lpddr, chips=self.hbm.chips + self.lpddr.chips)
+
+    def hbm_both_chips(self) -> Side:
+        """Fig. 4(c)'s compute: both chips beside the HBM (strict hierarchy)."""
+        return replace(self.hbm, chips=self.hbm.chips + self.lpddr.chips)
+
+    def multi_hbm(self, devices: int) -> Side:
+        """§5.5's 8-HBM: ``devices`` HBM stacks (capacity and bandwidth add up), same two chips."""
+        return replace(
+            self.hbm,
+            capacity_gb=self.hbm.capacity_gb * devices,
+            bw_gbps=self.hbm.bw_gbps * devices,
+            chips=self.hbm.chips + self.lpddr.chips,
+        )
+
+
+TABLE4_VARIANTS = (
+    "Original",
+    "HBMcap-Less",
+    "HBMcap-More",
+    "HBMbw-Less",
+    "HBMbw-More",
+    "LPDDRbw-Less",
+    "LPDDRbw-More",
+    "HBMChip-More",
+    "LPDDRChip-More",
+)

@@ -1,0 +1,405 @@
+# ruff: noqa: N806  (N, L, B, D, H, F: the paper's symbols for heads, layers, batch and widths)
+"""Kernel-memory mapping decisions (H2M2 §3.2–3.3, §4.3) and the systems compared in §5.
+
+Decisions on the asymmetric memory, each returning a :class:`Mapping` ``(nQ, nA, nF)``:
+
+* :func:`greedy_mapping` — Algorithm 1: sublayers in the order attention, qkv-linear, fc; for
+  each, the n that minimises the larger of the two sides' *peak-execution* times while both
+  capacities still hold (the LPDDR side must keep room for the undecided sublayers). The
+  peak-execution model (§4.3.2) is the ideal time ops / chip peak, multiplied by an
+  arithmetic-intensity factor: max(1, ridge / intensity) against the memory (ridge = peak /
+  bandwidth) and, for GEMMs, against the weight-stationary array (a 128-row array shifts in
+  one weight row per cycle, so M activation rows use M/128 of it: factor 128 / M). Both are
+  derived from Tables 1–2, nothing is fitted. The model ignores barriers, exchanges, tile
+  quantisation and kernel latencies, which the Oracle's full model includes.
+* :func:`oracle_mapping` — exhaustive search of all (N+1)³ mappings on the full cost model
+  (the paper's N³ "profiling" of Best/Oracle), vectorised.
+* :func:`major_mapping` — Q-, A-, F-major (Fig. 8): as many units of one sublayer on HBM as
+  the capacities allow, the other two by exhaustive search (N²).
+* :func:`sublayer_mapping` — naive sublayer granularity (Fig. 5a): each sublayer wholly on one
+  side, best of the 8 choices.
+* :func:`flexgen_lp_mapping` — FlexGen's linear program (Eq. 1) adapted to two sides: fractions
+  of weights (w), KV cache (c) and activations (h) on HBM, minimising the larger side's
+  compute time (FLOPs / peak) under both capacities, as §3.2 describes FlexGen's model ("only
+  considers the total capacity and FLOP assigned to each side"); qkv-linear and fc share w.
+
+Deviations: the search space includes n = 0 and n = N for every sublayer, (N+1)³ = 912,673
+mappings for GPT3-175B where the paper counts N³ = 884,736.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy.optimize import linprog
+
+from simulations.core.devices.h2m2_accel import Side
+from simulations.core.errors import CapacityError, SpecError
+
+from .evaluate import PAGE_BYTES, Evaluation, Mapping, MappingTables, footprints
+from .hardware import H2M2Hardware
+from .kernels import LayerShapes
+from .workload import Point
+
+FloatArray = npt.NDArray[Any]
+
+#: the systems :func:`run_system` knows; the first ten are the policy's ``mapping`` choices
+SYSTEMS = (
+    "h2m2",
+    "oracle",
+    "lpddr-only",
+    "hierarchical",
+    "sublayer",
+    "flexgen-lp",
+    "q-major",
+    "a-major",
+    "f-major",
+    "8-hbm",
+)
+ORDER = ("attn", "qkv", "fc")  # Algorithm 1, line 2
+
+#: §5.5: 8-HBM has eight HBM devices; its communication cost was profiled on eight A100s
+MULTI_HBM_DEVICES = 8
+#: NVIDIA A100 datasheet: third-generation NVLink 600 GB/s total (300 GB/s each direction)
+A100_NVLINK_GBPS_PER_DIRECTION = 300.0
+
+
+# --- the peak-execution model of Algorithm 1 -----------------------------------------------
+
+
+def peak_times(shapes: LayerShapes, hw: H2M2Hardware, point: Point) -> dict[str, tuple]:
+    """Peak-execution time per layer of each sublayer on each side for n = 0..N HBM units."""
+    s, B = shapes, point.batch
+    N, D, H, F = s.units, s.hidden, s.head_dim, s.ffn
+    n = np.arange(N + 1, dtype=np.int64)
+    a, w = s.a_bytes, s.w_bytes
+    kv_h, kv_l = s.kv_heads_hbm(n), s.kv_heads_lpddr(n)
+    c_h, c_l = s.qkv_cols(n, kv_h), s.qkv_cols(N - n, kv_l)
+    p_h = s.fc_cols(n, D)
+    u_h = s.fc_cols(n, F) * s.up_mult
+    fc_w_h = s.q_width * p_h + D * u_h + F * p_h
+    fc_w_l = s.q_width * (D - p_h) + D * (F * s.up_mult - u_h) + F * (D - p_h)
+    kvt = point.kv_tokens
+    work = {
+        # (ops, bytes) per side; GEMMs on the MM peak, attention on the MV peak
+        "qkv": ((2.0 * B * D * c_h, D * c_h * w + B * a * c_h), (2.0 * B * D * c_l, D * c_l * w)),
+        "attn": (
+            (4.0 * n * kvt * H, 2.0 * kvt * H * kv_h * s.kv_bytes),
+            (4.0 * (N - n) * kvt * H, 2.0 * kvt * H * kv_l * s.kv_bytes),
+        ),
+        "fc": ((2.0 * B * fc_w_h, fc_w_h * w), (2.0 * B * fc_w_l, fc_w_l * w)),
+    }
+    out: dict[str, tuple] = {}
+    for name, ((oh, bh), (ol, bl)) in work.items():
+        unit = "mv" if name == "attn" else "mm"
+        out[name] = (_peak(hw.hbm, oh, bh, unit, B), _peak(hw.lpddr, ol, bl, unit, B))
+    return out
+
+
+def _peak(side: Side, ops: FloatArray, nbytes: FloatArray, unit: str, rows: int) -> FloatArray:
+    acc = side.accel
+    peak = (acc.mv_peak_ops if unit == "mv" else acc.mm_peak_ops) * side.chips
+    ideal = ops / peak
+    intensity = np.divide(ops, nbytes, out=np.zeros_like(ops, dtype=np.float64), where=nbytes > 0)
+    ridge = peak / side.bw_bytes_per_s
+    factor = np.where(intensity > 0, np.maximum(1.0, ridge / np.maximum(intensity, 1e-30)), 1.0)
+    if unit == "mm" and rows > 1:
+        factor = np.maximum(factor, acc.mm_rows / rows)
+    return np.asarray(ideal * factor, dtype=np.float64)
+
+
+def greedy_mapping(shapes: LayerShapes, hw: H2M2Hardware, point: Point) -> Mapping:
+    """Algorithm 1 (see module docstring). Raises CapacityError when nothing fits."""
+    cap, _, act = footprints(shapes, point, PAGE_BYTES)
+    times = peak_times(shapes, hw, point)
+    cap_h = hw.hbm.capacity_bytes - act
+    cap_l = hw.lpddr.capacity_bytes - act
+    used_h = used_l = 0.0
+    chosen: dict[str, int] = {}
+    for i, name in enumerate(ORDER):
+        ch, cl = cap[name]
+        rest_l = sum(float(cap[r][1][0]) for r in ORDER[i + 1 :])
+        ok = (used_h + ch <= cap_h) & (used_l + cl + rest_l <= cap_l)
+        if not ok.any():
+            raise CapacityError(
+                "model", f"{name} does not fit the asymmetric memory at {point.label}"
+            )
+        th, tl = times[name]
+        cost = np.where(ok, np.maximum(th, tl), np.inf)
+        k = int(np.argmin(cost))
+        chosen[name] = k
+        used_h += float(ch[k])
+        used_l += float(cl[k])
+    return Mapping(chosen["qkv"], chosen["attn"], chosen["fc"])
+
+
+# --- exhaustive searches -------------------------------------------------------------------
+
+
+def _masked_times(tables: MappingTables) -> FloatArray:
+    t = tables.all_times()
+    return np.where(tables.all_feasible(), t, np.inf)
+
+
+def _argmin3(t: FloatArray, what: str) -> Mapping:
+    flat = int(np.argmin(t))
+    if not np.isfinite(t.flat[flat]):
+        raise CapacityError("model", f"no {what} mapping fits the asymmetric memory")
+    q, a, f = np.unravel_index(flat, t.shape)
+    return Mapping(int(q), int(a), int(f))
+
+
+def oracle_mapping(tables: MappingTables) -> Mapping:
+    """The best of all (N+1)³ mappings on the full cost model (Oracle / Best)."""
+    return _argmin3(_masked_times(tables), "oracle")
+
+
+def major_mapping(tables: MappingTables, major: str) -> Mapping:
+    """Q-, A- or F-major (``major`` in qkv, attn, fc): that sublayer keeps as many units in
+    HBM as the capacities allow, the other two are searched exhaustively."""
+    axis = {"qkv": 0, "attn": 1, "fc": 2}[major]
+    t = _masked_times(tables)
+    feasible_any = np.isfinite(t).any(axis=tuple(i for i in range(3) if i != axis))
+    if not feasible_any.any():
+        raise CapacityError("model", "no mapping fits the asymmetric memory")
+    n = int(np.nonzero(feasible_any)[0].max())
+    sl = [slice(None)] * 3
+    sl[axis] = slice(n, n + 1)
+    sub = t[tuple(sl)]
+    best = _argmin3(sub, f"{major}-major")
+    idx = list(best.as_tuple())
+    idx[axis] = n
+    return Mapping(*idx)
+
+
+def sublayer_mapping(tables: MappingTables) -> Mapping:
+    """Naive sublayer granularity (Fig. 5a): every sublayer wholly on one side."""
+    N = tables.N
+    t = _masked_times(tables)
+    ends = np.array([0, N])
+    sub = t[np.ix_(ends, ends, ends)]
+    best = _argmin3(sub, "sublayer-granular")
+    return Mapping(*(int(ends[i]) for i in best.as_tuple()))
+
+
+# --- FlexGen's linear program (Eq. 1 adapted) ------------------------------------------------
+
+
+def flexgen_lp(
+    shapes: LayerShapes, hw: H2M2Hardware, point: Point
+) -> tuple[FloatArray, dict[str, float]]:
+    """Solve Eq. 1 for the two sides; returns x = (w, c, h, t) and the LP's constants.
+
+    Variables: w, c, h ∈ [0, 1] — fractions of weights, KV cache and activations on HBM (the
+    LPDDR side holds 1 − each, so the ``w_g + w_c + w_d = 1`` rows are substituted); t ≥ each
+    side's compute time (FLOPs / the chip's MM peak). Constraints: each side's peak memory
+    under its capacity.
+    """
+    s, B = shapes, point.batch
+    L = s.n_layers
+    W = L * s.weight_bytes_per_layer
+    KV = L * point.kv_tokens * s.kv_bytes_per_token_layer()
+    _, _, act = footprints(shapes, point, PAGE_BYTES)
+    w_ops = 2.0 * B * L * s.weight_bytes_per_layer / s.w_bytes
+    c_ops = 4.0 * L * s.n_heads * s.head_dim * point.kv_tokens
+    peak_h = hw.hbm.accel.mm_peak_ops * hw.hbm.chips
+    peak_l = hw.lpddr.accel.mm_peak_ops * hw.lpddr.chips
+    c = np.array([0.0, 0.0, 0.0, 1.0])  # minimise t
+    a_ub = np.array(
+        [
+            [w_ops / peak_h, c_ops / peak_h, 0.0, -1.0],  # t ≥ HBM-side compute
+            [-w_ops / peak_l, -c_ops / peak_l, 0.0, -1.0],  # t ≥ LPDDR-side compute
+            [W, KV, act, 0.0],  # HBM peak memory ≤ capacity
+            [-W, -KV, -act, 0.0],  # LPDDR peak memory ≤ capacity
+        ]
+    )
+    b_ub = np.array(
+        [
+            0.0,
+            -(w_ops + c_ops) / peak_l,
+            hw.hbm.capacity_bytes,
+            hw.lpddr.capacity_bytes - W - KV - act,
+        ]
+    )
+    res = linprog(
+        c, A_ub=a_ub, b_ub=b_ub, bounds=[(0, 1), (0, 1), (0, 1), (0, None)], method="highs"
+    )
+    if not res.success:
+        raise CapacityError("model", f"FlexGen's LP has no solution at {point.label}")
+    consts = {"W": W, "KV": KV, "act": act, "w_ops": w_ops, "c_ops": c_ops}
+    return np.asarray(res.x, dtype=np.float64), consts
+
+
+def flexgen_lp_mapping(
+    shapes: LayerShapes, hw: H2M2Hardware, point: Point, tables: MappingTables | None = None
+) -> Mapping:
+    """The LP's fractions rounded to heads (qkv-linear and fc at w, attention at c), then
+    lowered one unit at a time (attention last) until the page-rounded mapping fits."""
+    x, _ = flexgen_lp(shapes, hw, point)
+    N = shapes.units
+    nq = nf = round(float(x[0]) * N)
+    na = round(float(x[1]) * N)
+    tab = tables if tables is not None else MappingTables(shapes, hw, point)
+    m = Mapping(nq, na, nf)
+    while not tab.feasible(m):
+        if m.n_fc > 0 and m.n_fc >= m.n_qkv:
+            m = Mapping(m.n_qkv, m.n_attn, m.n_fc - 1)
+        elif m.n_qkv > 0:
+            m = Mapping(m.n_qkv - 1, m.n_attn, m.n_fc)
+        elif m.n_attn > 0:
+            m = Mapping(m.n_qkv, m.n_attn - 1, m.n_fc)
+        else:
+            raise CapacityError("model", "FlexGen's mapping does not fit")
+    return m
+
+
+# --- systems -------------------------------------------------------------------------------
+
+
+def _single_side(shapes: LayerShapes, side: Side, point: Point) -> MappingTables:
+    # every unit on one side: the other slot is never given work
+    return MappingTables(shapes, H2M2Hardware(side, side, 1e6), point)
+
+
+def _all_on_one(tables: MappingTables) -> Mapping:
+    N = tables.N
+    return Mapping(N, N, N)
+
+
+def run_system(
+    shapes: LayerShapes,
+    hw: H2M2Hardware,
+    point: Point,
+    system: str,
+    *,
+    tables: MappingTables | None = None,
+) -> Evaluation:
+    """One generation iteration of ``system`` (one of :data:`SYSTEMS`)."""
+    if system not in SYSTEMS:
+        raise SpecError("mapping", f"unknown H2M2 system {system!r}; one of {', '.join(SYSTEMS)}")
+    L = shapes.n_layers
+    ops = shapes.ops_per_iteration(point.batch, point.kv_tokens)
+    total = shapes.total_bytes(point.kv_tokens)
+
+    if system in ("lpddr-only", "hierarchical", "8-hbm"):
+        return _homogeneous(shapes, hw, point, system, ops, total)
+
+    abstraction = system == "h2m2"
+    tab = tables
+    if tab is None or tab.abstraction != abstraction:
+        tab = MappingTables(shapes, hw, point, abstraction=abstraction)
+    if system == "h2m2":
+        m = greedy_mapping(shapes, hw, point)
+    elif system == "oracle":
+        m = oracle_mapping(tab)
+    elif system == "sublayer":
+        m = sublayer_mapping(tab)
+    elif system == "flexgen-lp":
+        m = flexgen_lp_mapping(shapes, hw, point, tab)
+    else:
+        m = major_mapping(tab, {"q-major": "qkv", "a-major": "attn", "f-major": "fc"}[system])
+    per_layer = tab.layer_time(m, with_abstraction=abstraction)
+    bh, bl, link = tab.traffic(m)
+    used_h, used_l = tab.footprint(m)
+    extra: dict[str, float] = {}
+    if abstraction:
+        extra["seconds_without_abstraction"] = L * tab.layer_time(m)
+    # data crossing the interconnect is read from one memory and written to the other
+    return Evaluation(
+        system,
+        L * per_layer,
+        m,
+        bh + link,
+        bl + link,
+        link,
+        ops,
+        used_h,
+        used_l,
+        extra,
+    )
+
+
+def _homogeneous(
+    shapes: LayerShapes, hw: H2M2Hardware, point: Point, system: str, ops: float, total: float
+) -> Evaluation:
+    L = shapes.n_layers
+    if system == "lpddr-only":
+        side = hw.lpddr_only()
+        if total > side.capacity_bytes:
+            raise CapacityError("model", f"does not fit LPDDR-only memory at {point.label}")
+        tab = _single_side(shapes, side, point)
+        m = _all_on_one(tab)
+        read, _, _ = tab.traffic(m)
+        return Evaluation(system, L * tab.layer_time(m), None, 0.0, read, 0.0, ops, 0.0, total)
+    if system == "8-hbm":
+        side = hw.multi_hbm(MULTI_HBM_DEVICES)
+        if total > side.capacity_bytes:
+            raise CapacityError("model", f"does not fit 8-HBM memory at {point.label}")
+        tab = _single_side(shapes, side, point)
+        m = _all_on_one(tab)
+        read, _, _ = tab.traffic(m)
+        # tensor parallelism over the devices: a ring all-reduce after the attention
+        # projection and after the FFN (2 (p-1)/p of the activations each way)
+        p = MULTI_HBM_DEVICES
+        act = point.batch * shapes.hidden * shapes.a_bytes
+        ring = 2 * (p - 1) / p * act / (A100_NVLINK_GBPS_PER_DIRECTION * 1e9)
+        comm = 2 * ring
+        seconds = L * (tab.layer_time(m) + comm)
+        moved = L * 2 * 2 * (p - 1) / p * act * p
+        return Evaluation(
+            system,
+            seconds,
+            None,
+            read + 2 * moved,
+            0.0,
+            moved,
+            ops,
+            total,
+            0.0,
+            {"comm_s": L * comm},
+        )
+    # strict hierarchy (Fig. 4c): both chips beside the HBM, which caches the LPDDR
+    side = hw.hbm_both_chips()
+    if total <= side.capacity_bytes:
+        tab = _single_side(shapes, side, point)
+        m = _all_on_one(tab)
+        read, _, _ = tab.traffic(m)
+        return Evaluation(
+            system,
+            L * tab.layer_time(m),
+            None,
+            read,
+            0.0,
+            0.0,
+            ops,
+            total,
+            0.0,
+            {"hit_fraction": 1.0},
+        )
+    # The iteration scans the whole footprint once, in the same order every time: with the
+    # footprint above the HBM capacity an LRU cache evicts every page before its reuse
+    # (hit fraction 0, see memory.lru_hit_fraction), so every access migrates its page on
+    # demand: LPDDR read, interconnect, HBM write, then the chip's HBM read. Pages stream
+    # (the next migrates while the chips work on the current one); the first page of each
+    # kernel is exposed.
+    stream_bps = min(hw.lpddr.bw_bytes_per_s, hw.link_gbps * 1e9, side.bw_bytes_per_s / 2.0)
+    fault = PAGE_BYTES / stream_bps + hw.lpddr.latency_s
+    streaming = replace(side, bw_gbps=stream_bps / 1e9, fault_s=fault)
+    tab = _single_side(shapes, streaming, point)
+    m = _all_on_one(tab)
+    read, _, _ = tab.traffic(m)
+    return Evaluation(
+        system,
+        L * tab.layer_time(m),
+        None,
+        2.0 * read,
+        read,
+        read,
+        ops,
+        side.capacity_bytes,
+        total,
+        {"hit_fraction": 0.0},
+    )
