@@ -16,7 +16,7 @@ from simulations.core.spec import DeviceKind, DeviceSpec, RuntimeProfile
 from .base import DeviceModel, PhaseCost
 
 _MODELS: dict[DeviceKind, type[DeviceModel]] = {}
-_MODULES = ("gpu", "fpga", "npu", "cpu")
+_MODULES = ("gpu", "fpga", "npu", "cpu", "h2m2_accel")
 
 
 def register_device_model(kind: DeviceKind) -> Callable[[type[DeviceModel]], type[DeviceModel]]:
