@@ -1,0 +1,240 @@
+"""H2M2: asymmetric HBM + LPDDR memory with head-aware kernel-memory mapping (Hwang et al.).
+
+The registered policy ``h2m2`` runs a system of H2M2 boards (catalog devices of kind
+``memory-accel`` with an HBM and an LPDDR tier) under one of the paper's mappings or
+baselines, chosen by the ``mapping`` option, so one scenario can compare them side by side.
+Modules: :mod:`.hardware` (Tables 1, 4), :mod:`.kernels` (layer shapes), :mod:`.evaluate`
+(cost of every mapping), :mod:`.mapping` (Algorithm 1, Oracle, FlexGen LP, majors, systems),
+:mod:`.memory` (§4.2), :mod:`.dynamic` (§5.3), :mod:`.energy` (§5.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from simulations.core.errors import SpecError
+from simulations.core.policies.base import OptionSpec, Policy, ProgressFn, RoleSpec, register
+from simulations.core.spec import (
+    LengthDist,
+    LengthDistKind,
+    ModelSpec,
+    SloSpec,
+    SystemSpec,
+    WorkloadSpec,
+)
+
+from .energy import memory_energy_j
+from .hardware import H2M2Hardware
+from .kernels import LayerShapes
+from .mapping import SYSTEMS, run_system
+from .workload import Point
+
+#: iterations of one batch at which the iteration time is evaluated; between them it is
+#: interpolated linearly (the KV cache, and with it every cost, grows by one token a step)
+SAMPLES_PER_BATCH = 9
+
+
+def draw_lengths(
+    dist: LengthDist, n: int, rng: np.random.Generator, trace: Sequence[int] | None, path: str
+) -> np.ndarray:
+    """``n`` token lengths from ``dist`` (trace lengths are taken in order, cycling)."""
+    kind = LengthDistKind(dist.kind)
+    if kind is LengthDistKind.FIXED:
+        if dist.value is None:
+            raise SpecError(f"{path}.value", "a fixed length needs a value")
+        out = np.full(n, dist.value, dtype=np.int64)
+    elif kind is LengthDistKind.UNIFORM:
+        if dist.low is None or dist.high is None:
+            raise SpecError(path, "a uniform length needs low and high")
+        out = rng.integers(dist.low, dist.high + 1, size=n)
+    elif kind is LengthDistKind.LOGNORMAL:
+        if dist.median is None or dist.sigma is None:
+            raise SpecError(path, "a lognormal length needs median and sigma")
+        raw = np.rint(dist.median * np.exp(dist.sigma * rng.standard_normal(n)))
+        out = np.clip(raw, dist.low or 1, dist.high or 10**6).astype(np.int64)
+    else:
+        if not trace:
+            raise SpecError(path, "a trace length needs the workload's trace")
+        out = np.resize(np.asarray(trace, dtype=np.int64), n)
+    return np.maximum(out, 1)
+
+
+def prefill_s(shapes: LayerShapes, hw: H2M2Hardware, seq_lens: np.ndarray) -> float:
+    """Prompt phase (not in the paper, §5.1): every GEMM with M = prompt tokens and causal
+    attention, on both sides' chips at their MM peak, or the weights streamed from both
+    memories, whichever is longer."""
+    tokens = float(seq_lens.sum())
+    ops = 2.0 * shapes.n_layers * shapes.weight_bytes_per_layer / shapes.w_bytes * tokens
+    ops += shapes.n_layers * 2.0 * shapes.n_heads * shapes.head_dim * float((seq_lens**2).sum())
+    peak = hw.hbm.accel.mm_peak_ops * hw.hbm.chips + hw.lpddr.accel.mm_peak_ops * hw.lpddr.chips
+    weights = shapes.n_layers * shapes.weight_bytes_per_layer
+    return max(ops / peak, weights / (hw.hbm.bw_bytes_per_s + hw.lpddr.bw_bytes_per_s))
+
+
+def _pct(values: np.ndarray, scale: float = 1.0) -> dict[str, float]:
+    v = np.asarray(values, dtype=np.float64) * scale
+    return {
+        "mean": float(v.mean()),
+        "p50": float(np.percentile(v, 50)),
+        "p90": float(np.percentile(v, 90)),
+        "p99": float(np.percentile(v, 99)),
+    }
+
+
+@register
+class H2M2Policy(Policy):
+    """H2M2 (Hwang et al.): asymmetric HBM + LPDDR memory, head-aware kernel-memory mapping.
+
+    Implements §3 (mapping granularity, Fig. 5), §4.2 (memory abstraction), §4.3
+    (Algorithm 1) and the paper's baselines, selected by ``mapping``: ``h2m2`` (greedy
+    head-aware with memory abstraction), ``oracle`` (exhaustive N³ search, no abstraction
+    cost), ``lpddr-only`` (baseline, Fig. 4b), ``hierarchical`` (HBM caching LPDDR, Fig. 4c),
+    ``sublayer`` (Fig. 5a), ``flexgen-lp`` (Eq. 1), ``q-major``/``a-major``/``f-major``
+    (Fig. 8) and ``8-hbm`` (§5.5).
+
+    Deviations: the paper models the generation phase only; requests here are served in
+    static batches of ``max_batch`` one after another, each batch prefilling with the
+    roofline of :func:`prefill_s` (this model's own), then decoding until its longest
+    request finishes (finished requests leave the batch). Energy is memory-access energy
+    only (§5.5); chip power is not published.
+    """
+
+    name = "h2m2"
+    summary = "H2M2 asymmetric HBM+LPDDR memory with head-aware kernel-memory mapping"
+    roles = (
+        RoleSpec(
+            "",
+            "H2M2 board(s): an HBM and an LPDDR memory tier with an accelerator chip beside "
+            "each (count > 1 puts more chips beside that device's tiers)",
+            kinds=("memory-accel",),
+        ),
+    )
+    options = (
+        OptionSpec(
+            "mapping",
+            str,
+            "h2m2",
+            "kernel-memory mapping or baseline system (H2M2 §3, §5)",
+            choices=SYSTEMS,
+        ),
+        OptionSpec("max_batch", int, 32, "requests decoded together (the paper's batch)", 1, 4096),
+    )
+
+    def run(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        workload: WorkloadSpec,
+        slo: SloSpec,
+        rng: np.random.Generator,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Any]:
+        """Decode the workload's requests batch by batch on the chosen mapping."""
+        opts = self.resolve_options(system.options)
+        if not system.devices:
+            raise SpecError("devices", "an H2M2 system needs at least one memory-accel device")
+        hw = H2M2Hardware.from_placements(system.devices)
+        runtime = system.devices[0].runtime
+        shapes = LayerShapes.of(model, runtime)
+        trace = workload.trace
+        n = workload.requests
+        ins = draw_lengths(
+            workload.input_tokens, n, rng, trace.input_tokens if trace else None, "input_tokens"
+        )
+        outs = draw_lengths(
+            workload.output_tokens,
+            n,
+            rng,
+            trace.output_tokens if trace else None,
+            "output_tokens",
+        )
+        bmax = int(opts["max_batch"])
+        mapping_name = str(opts["mapping"])
+        ttft = np.zeros(n)
+        tpot = np.zeros(n)
+        e2e = np.zeros(n)
+        clock = 0.0
+        energy = 0.0
+        mappings: list[list[int]] = []
+        starts = list(range(0, n, bmax))
+        for bi, start in enumerate(starts):
+            idx = np.arange(start, min(start + bmax, n))
+            b_in, b_out = ins[idx], outs[idx]
+            steps = int(b_out.max())
+            pre = prefill_s(shapes, hw, b_in)
+            sample = np.unique(np.linspace(0, steps - 1, min(steps, SAMPLES_PER_BATCH)).round())
+            times, joules = [], []
+            for t in sample.astype(np.int64):
+                active = b_out > t
+                kv = float((b_in[active] + t + 1).sum())
+                point = Point(int(active.sum()), kv / int(active.sum()))
+                ev = run_system(shapes, hw, point, mapping_name)
+                times.append(ev.seconds)
+                joules.append(memory_energy_j(ev.bytes_hbm, ev.bytes_lpddr))
+                if ev.mapping is not None and t == sample[0]:
+                    mappings.append(list(ev.mapping.as_tuple()))
+            grid = np.arange(steps)
+            step_s = np.interp(grid, sample, times)
+            step_j = np.interp(grid, sample, joules)
+            cum = np.cumsum(step_s)
+            first = clock + pre
+            ttft[idx] = first
+            e2e[idx] = first + cum[b_out - 1]
+            tpot[idx] = cum[b_out - 1] / b_out
+            energy += float(step_j.sum())
+            clock = first + float(cum[-1])
+            if progress is not None:
+                progress((bi + 1) / len(starts))
+        makespan = clock
+        tokens = float(outs.sum())
+        throughput = tokens / makespan
+        capex: float | None = 0.0
+        for p in system.devices:
+            price = p.device.price_usd
+            capex = None if capex is None or price is None else capex + price * p.count
+        power = energy / makespan
+        ok = np.ones(n, dtype=bool)
+        if slo.ttft_p90_ms is not None:
+            ok &= ttft * 1e3 <= slo.ttft_p90_ms
+        if slo.tpot_p90_ms is not None:
+            ok &= tpot * 1e3 <= slo.tpot_p90_ms
+        if slo.e2e_p90_s is not None:
+            ok &= e2e <= slo.e2e_p90_s
+        return {
+            "name": system.name,
+            "policy": self.name,
+            "throughput_tok_s": throughput,
+            "requests_per_s": n / makespan,
+            "ttft_ms": _pct(ttft, 1e3),
+            "tpot_ms": _pct(tpot, 1e3),
+            "e2e_s": _pct(e2e),
+            "capex_usd": capex,
+            "cost_efficiency_tok_s_per_usd": (throughput / capex) if capex else None,
+            "avg_power_w": power,
+            "energy_j_per_token": energy / tokens,
+            "energy_efficiency_tok_s_per_w": throughput / power if power > 0 else None,
+            "slo_attainment": float(ok.mean()),
+            "devices": [
+                {
+                    "device": p.device.slug,
+                    "count": p.count,
+                    "busy_fraction": 1.0,
+                    "energy_j": energy * p.count / sum(q.count for q in system.devices),
+                }
+                for p in system.devices
+            ],
+            "h2m2": {
+                "mapping": mapping_name,
+                "first_iteration_mappings_nq_na_nf": mappings,
+                "notes": (
+                    "H2M2 models the generation phase (paper §5.1): TPOT comes from the "
+                    "per-iteration time of each batch at its sequence lengths; TTFT uses this "
+                    "model's own prefill roofline (not in the paper); energy is memory-access "
+                    "energy only (§5.5, pJ/bit of HBM2/LPDDR4 as cited in energy.py); static "
+                    f"batches of {bmax} requests served one after another."
+                ),
+            },
+        }
