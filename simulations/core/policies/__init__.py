@@ -3,6 +3,7 @@
 Importing this package imports every policy module so the registry is complete.
 """
 
+from . import h2m2  # noqa: F401  (registers "h2m2")
 from .base import OptionSpec, Policy, RoleSpec, get_policy, policy_names, register
 
 __all__ = ["OptionSpec", "Policy", "RoleSpec", "get_policy", "policy_names", "register"]
