@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -107,7 +108,7 @@ def _speedups(slug: str, points: list[Point], system: str, hw: H2M2Hardware) -> 
 
 
 def _check(
-    cid: str, quantity: str, simulated: float, note: str, *, unit: str = "x", **details: object
+    cid: str, quantity: str, simulated: Any, note: str, *, unit: str = "x", **details: object
 ) -> Check:
     return Check(
         id=cid,
