@@ -3,7 +3,11 @@
 Importing this package imports every policy module so the registry is complete.
 """
 
-from . import h2m2  # noqa: F401  (registers "h2m2")
+from . import (
+    glitches,  # noqa: F401  (registers "glitches")
+    h2m2,  # noqa: F401  (registers "h2m2")
+    homogeneous,  # noqa: F401  (registers "homogeneous")
+)
 from .base import OptionSpec, Policy, RoleSpec, get_policy, policy_names, register
 
 __all__ = ["OptionSpec", "Policy", "RoleSpec", "get_policy", "policy_names", "register"]

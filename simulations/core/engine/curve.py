@@ -1,0 +1,243 @@
+"""Fast-forward of runs of identical decode iterations.
+
+Between two scheduling events a device decodes a fixed batch of ``B`` sequences; step ``k``
+of the run sees ``K0 + k·B`` cached tokens, so its cost is ``f_B(K0 + k·B)`` for the device
+model's per-step cost ``f_B``. The engine needs, for a run, the total time (and energy) of
+``n`` steps and the number of steps that fit in a time budget — without calling the device
+model once per step, so simulation cost grows with events, not with generated tokens.
+
+Roofline cost models are piecewise affine in the cached-token count for a fixed batch
+(sums of ``max`` of affine terms). :class:`DecodeCurve` therefore learns ``f_B`` as a set
+of affine pieces, each *verified* by evaluating the model at its ends and at interior
+points (relative agreement within :data:`AFFINE_RTOL`), and sums a run in closed form.
+Where the model is not affine (e.g. a tile-quantised cost), pieces are split until short,
+and short pieces are evaluated point by point — slower, never wrong. Learned pieces are
+cached per batch size and reused by every later run.
+
+``exact=True`` turns all of this off and evaluates every step (the reference mode that the
+fast path is tested against).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable
+
+#: Relative tolerance within which a model value must match its affine piece.
+AFFINE_RTOL = 1e-11
+#: Pieces shorter than this (in cached tokens) are not split further but tabulated.
+MIN_SPAN = 32
+
+StepFn = Callable[[int, int], tuple[float, float]]
+
+
+class _Piece:
+    """``f(K) = a + b·K`` (seconds and joules) for integer ``K`` in ``[lo, hi]``, or a table."""
+
+    __slots__ = ("a_j", "a_s", "b_j", "b_s", "hi", "lo", "table")
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo = lo
+        self.hi = hi
+        self.a_s = self.b_s = self.a_j = self.b_j = 0.0
+        self.table: dict[int, tuple[float, float]] | None = None
+
+
+class DecodeCurve:
+    """Per-step decode cost of one device as a function of batch and cached tokens.
+
+    ``step_fn(batch, kv_tokens) -> (seconds, joules)`` is the device model's cost of one
+    iteration. All sums are over steps ``k = 0 .. n-1`` of a run starting at ``K0`` cached
+    tokens with ``batch`` sequences, i.e. at ``K = K0 + k·batch``.
+    """
+
+    def __init__(self, step_fn: StepFn, *, exact: bool = False) -> None:
+        self._fn = step_fn
+        self.exact = exact
+        self._pieces: dict[int, list[_Piece]] = {}
+        self._los: dict[int, list[int]] = {}
+        self.evaluations = 0
+
+    # -- model evaluations ---------------------------------------------------------------
+
+    def step(self, batch: int, kv_tokens: int) -> tuple[float, float]:
+        """The model's cost of one step (always evaluated, never approximated)."""
+        self.evaluations += 1
+        s, j = self._fn(batch, kv_tokens)
+        if not (math.isfinite(s) and s > 0 and math.isfinite(j) and j >= 0):
+            raise ValueError(f"device model returned a bad step cost ({s} s, {j} J)")
+        return s, j
+
+    # -- piece learning ------------------------------------------------------------------
+
+    def _fits(self, batch: int, a_s: float, b_s: float, a_j: float, b_j: float, k: int) -> bool:
+        s, j = self.step(batch, k)
+        ps = a_s + b_s * k
+        pj = a_j + b_j * k
+        return abs(s - ps) <= AFFINE_RTOL * abs(s) and abs(j - pj) <= AFFINE_RTOL * abs(j)
+
+    def _new_piece(self, batch: int, lo: int, hi: int) -> list[_Piece]:
+        """Verified pieces covering exactly ``[lo, hi]``."""
+        if hi - lo < MIN_SPAN:
+            p = _Piece(lo, hi)
+            p.table = {}
+            return [p]
+        s0, j0 = self.step(batch, lo)
+        s1, j1 = self.step(batch, hi)
+        b_s = (s1 - s0) / (hi - lo)
+        b_j = (j1 - j0) / (hi - lo)
+        a_s = s0 - b_s * lo
+        a_j = j0 - b_j * lo
+        span = hi - lo
+        probes = (lo + span // 2, lo + (span * 3) // 8, lo + (span * 5) // 7)
+        if all(self._fits(batch, a_s, b_s, a_j, b_j, k) for k in probes):
+            p = _Piece(lo, hi)
+            p.a_s, p.b_s, p.a_j, p.b_j = a_s, b_s, a_j, b_j
+            return [p]
+        mid = lo + span // 2
+        return self._new_piece(batch, lo, mid) + self._new_piece(batch, mid + 1, hi)
+
+    def _extend(self, batch: int, piece: _Piece, hi: int) -> bool:
+        """Try to extend an affine ``piece`` up to ``hi`` (verified on the new part)."""
+        if piece.table is not None:
+            return False
+        old = piece.hi
+        span = hi - old
+        probes = (hi, old + max(1, span // 2), old + max(1, (span * 2) // 7))
+        if all(self._fits(batch, piece.a_s, piece.b_s, piece.a_j, piece.b_j, k) for k in probes):
+            piece.hi = hi
+            return True
+        return False
+
+    def _cover(self, batch: int, lo: int, hi: int) -> None:
+        """Make sure pieces cover every integer of ``[lo, hi]``."""
+        pieces = self._pieces.setdefault(batch, [])
+        los = self._los.setdefault(batch, [])
+        k = lo
+        while k <= hi:
+            i = bisect.bisect_right(los, k) - 1
+            if i >= 0 and pieces[i].hi >= k:
+                k = pieces[i].hi + 1
+                continue
+            # Gap starts at k; it ends before the next piece or at hi.
+            nxt = los[i + 1] if i + 1 < len(los) else None
+            gap_hi = hi if nxt is None else min(hi, nxt - 1)
+            if i >= 0 and pieces[i].hi == k - 1 and self._extend(batch, pieces[i], gap_hi):
+                k = gap_hi + 1
+                continue
+            new = self._new_piece(batch, k, gap_hi)
+            at = i + 1
+            pieces[at:at] = new
+            los[at:at] = [p.lo for p in new]
+            k = gap_hi + 1
+
+    # -- sums over runs ------------------------------------------------------------------
+
+    def _segments(self, batch: int, k0: int, n: int) -> list[tuple[_Piece, int, int]]:
+        """Split steps ``0..n-1`` into (piece, first step, step count) runs."""
+        last = k0 + (n - 1) * batch
+        self._cover(batch, k0, last)
+        pieces = self._pieces[batch]
+        los = self._los[batch]
+        out: list[tuple[_Piece, int, int]] = []
+        step = 0
+        i = bisect.bisect_right(los, k0) - 1
+        while step < n:
+            k = k0 + step * batch
+            while pieces[i].hi < k:
+                i += 1
+            p = pieces[i]
+            cnt = min(n - step, (p.hi - k) // batch + 1)
+            out.append((p, step, cnt))
+            step += cnt
+        return out
+
+    def _piece_sum(
+        self, p: _Piece, batch: int, k0: int, first: int, cnt: int
+    ) -> tuple[float, float]:
+        if p.table is not None:
+            s_tot = j_tot = 0.0
+            for i in range(first, first + cnt):
+                k = k0 + i * batch
+                v = p.table.get(k)
+                if v is None:
+                    v = p.table[k] = self.step(batch, k)
+                s_tot += v[0]
+                j_tot += v[1]
+            return s_tot, j_tot
+        # sum of K over the steps: cnt·k0 + batch·(first·cnt + cnt(cnt-1)/2)
+        ksum = cnt * k0 + batch * (first * cnt + cnt * (cnt - 1) // 2)
+        return cnt * p.a_s + p.b_s * ksum, cnt * p.a_j + p.b_j * ksum
+
+    def run_cost(self, batch: int, k0: int, n: int) -> tuple[float, float]:
+        """Seconds and joules of ``n`` steps starting at ``k0`` cached tokens."""
+        if n <= 0:
+            return 0.0, 0.0
+        if self.exact:
+            s_tot = j_tot = 0.0
+            for i in range(n):
+                s, j = self.step(batch, k0 + i * batch)
+                s_tot += s
+                j_tot += j
+            return s_tot, j_tot
+        s_tot = j_tot = 0.0
+        for p, first, cnt in self._segments(batch, k0, n):
+            s, j = self._piece_sum(p, batch, k0, first, cnt)
+            s_tot += s
+            j_tot += j
+        return s_tot, j_tot
+
+    def steps_within(self, batch: int, k0: int, n: int, budget: float) -> tuple[int, float]:
+        """The most steps ``m <= n`` whose total time is ``<= budget``, and that time."""
+        if n <= 0 or budget < 0:
+            return 0, 0.0
+        if self.exact:
+            t = 0.0
+            for i in range(n):
+                s, _ = self.step(batch, k0 + i * batch)
+                if t + s > budget:
+                    return i, t
+                t += s
+            return n, t
+        t = 0.0
+        for p, first, cnt in self._segments(batch, k0, n):
+            s, _ = self._piece_sum(p, batch, k0, first, cnt)
+            if t + s <= budget:
+                t += s
+                continue
+            # The budget ends inside this segment: find the step count m in [0, cnt).
+            m = self._solve(p, batch, k0, first, cnt, budget - t)
+            s_m, _ = self._piece_sum(p, batch, k0, first, m) if m else (0.0, 0.0)
+            return first + m, t + s_m
+        return n, t
+
+    def _solve(self, p: _Piece, batch: int, k0: int, first: int, cnt: int, budget: float) -> int:
+        """Largest m < cnt with sum of the first m steps of the segment <= budget."""
+        if p.table is None and p.b_s != 0.0:
+            # m·(a + b(k0 + B·first)) + b·B·m(m-1)/2 = budget  →  quadratic in m
+            c1 = p.a_s + p.b_s * (k0 + batch * first)
+            qa = p.b_s * batch / 2.0
+            qb = c1 - qa
+            disc = qb * qb + 4.0 * qa * budget
+            guess = (-qb + math.sqrt(max(disc, 0.0))) / (2.0 * qa) if qa != 0 else budget / c1
+            m = int(min(max(math.floor(guess), 0), cnt - 1))
+        elif p.table is None:
+            step_s = p.a_s + p.b_s * (k0 + batch * first)
+            m = int(min(max(math.floor(budget / step_s), 0), cnt - 1))
+        else:
+            m = 0
+            t = 0.0
+            while m < cnt - 1:
+                s, _ = self._piece_sum(p, batch, k0, first + m, 1)
+                if t + s > budget:
+                    break
+                t += s
+                m += 1
+            return m
+        # Correct the closed-form guess against the exact segment sums.
+        while m > 0 and self._piece_sum(p, batch, k0, first, m)[0] > budget:
+            m -= 1
+        while m + 1 < cnt and self._piece_sum(p, batch, k0, first, m + 1)[0] <= budget:
+            m += 1
+        return m

@@ -1,0 +1,625 @@
+"""GLITCHES: GPU prefill, FPGA decode, KV cache streamed over PCIe (papers/glitches.md §III).
+
+See :class:`GlitchesPolicy` for the behaviour and every assumption; :class:`GlitchesSim` is
+the event-level scheduler, :func:`kv_transfer_seconds` the Fig. 8 transfer model.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from typing import Any, ClassVar
+
+import numpy as np
+
+from simulations.core.devices import build_device_model
+from simulations.core.devices.base import DeviceModel
+from simulations.core.engine.core import (
+    DECODE,
+    IDLE,
+    PREFILL,
+    DeviceModelFactory,
+    ProgressFn,
+    SimOutput,
+    Simulator,
+    Unit,
+    build_units,
+)
+from simulations.core.engine.requests import RequestSet, generate_requests
+from simulations.core.errors import CapacityError, SpecError
+from simulations.core.metrics import system_result
+from simulations.core.spec import (
+    DeviceKind,
+    DevicePlacement,
+    DeviceSpec,
+    ModelSpec,
+    RuntimeProfile,
+    SloSpec,
+    SystemSpec,
+    WorkloadSpec,
+)
+
+from .base import OptionSpec, Policy, RoleSpec, register
+
+RECEIVING = "receiving"
+
+#: Bytes of one sampled token index sent from the host to a decoder (int32).
+TOKEN_BYTES = 4
+#: Bytes per logit sent to the host for sampling (FP16 logits).
+LOGIT_BYTES = 2
+
+
+def apply_prefetch_ratio(dm: DeviceModel, ratio: int) -> DeviceModel:
+    """The FPGA cost model ``dm`` with data-prefetch ratio ``ratio`` (§IV).
+
+    FPGA models expose ``with_prefetch_ratio(m)``; other kinds are returned unchanged.
+    """
+    if dm.device.kind is not DeviceKind.FPGA:
+        return dm
+    hook = getattr(dm, "with_prefetch_ratio", None)
+    if hook is None:
+        raise SpecError(
+            "options.prefetch_ratio",
+            f"the cost model of {dm.device.slug} does not support a prefetch ratio",
+        )
+    out: DeviceModel = hook(ratio)
+    return out
+
+
+def host_round_trip_s(device: DeviceSpec, model: ModelSpec) -> float:
+    """Per-token logits → host → sampled token → device time over ``device``'s host link.
+
+    §III: "The final logits output from each decode iteration is transmitted back to the
+    host CPU via PCIe, where the next token index is sampled and sent back to the FPGA".
+    Host sampling itself is taken as instantaneous.
+    """
+    link = device.host_link
+    if link is None:
+        raise SpecError(f"{device.slug}.host_link", "GLITCHES needs a PCIe host link per device")
+    return link.transfer_s(model.vocab_size * LOGIT_BYTES) + link.transfer_s(TOKEN_BYTES)
+
+
+def _pipeline_end(
+    start: float, compute: float, h1: float, h2: float, layers: int, free1: float, free2: float
+) -> tuple[float, float, float]:
+    """Finish times of a layer-by-layer GPU → host → FPGA transfer overlapped with compute.
+
+    Layer ``i``'s KV leaves the GPU when its prefill (``compute`` per layer, from
+    ``start``) is done and the GPU link is free; it is forwarded to the FPGA when it has
+    reached the host and the FPGA link is free (Fig. 4). For identical layers the finish
+    times of this three-stage flow shop have a closed form: the maximum of its critical
+    paths, reached at the first or the last layer. Returns (first hop start, last hop-1
+    finish, last hop-2 finish); ``free1``/``free2`` are when each link becomes free.
+    """
+    c1_first = start + compute
+    c2_first = max(free1, c1_first) + h1
+    c2_last = max(free1 + layers * h1, c1_first + layers * h1, start + layers * compute + h1)
+    c3_last = max(free2 + layers * h2, c2_first + layers * h2, c2_last + h2)
+    return max(free1, c1_first), c2_last, c3_last
+
+
+def kv_transfer_seconds(
+    model: ModelSpec, seq_len: int, gpu: DeviceSpec, fpga: DeviceSpec, fpga_kv_bits: int
+) -> float:
+    """Whole-KV GPU → host → FPGA latency, not overlapped (what Fig. 8 plots).
+
+    §V: "The GPU to FPGA latency is obtained by adding the latency from GPU to CPU and from
+    CPU to FPGA"; the KV cache is quantised to the FPGA's KV precision before it leaves the
+    GPU (§III), so both hops carry the quantised bytes.
+    """
+    if gpu.host_link is None:
+        raise SpecError(f"{gpu.slug}.host_link", "GLITCHES needs a PCIe host link per device")
+    if fpga.host_link is None:
+        raise SpecError(f"{fpga.slug}.host_link", "GLITCHES needs a PCIe host link per device")
+    nbytes = model.kv_bytes_per_token(fpga_kv_bits) * seq_len
+    return gpu.host_link.transfer_s(nbytes) + fpga.host_link.transfer_s(nbytes)
+
+
+class GlitchesSim(Simulator):
+    """Event-level GLITCHES scheduler (host side, §III-C). Units: GPUs first, then FPGAs.
+
+    At every event, in this order: (1) waiting decodes go FCFS to idle FPGAs (lowest index
+    first); (2) waiting prefills go FCFS to idle GPUs with room for their KV cache; if the
+    head fits a GPU that is decoding, that GPU stops at its next decode iteration boundary
+    to prefill (prefill has priority over the GPU's substitute decoding); (3) an idle GPU
+    resumes its own paused decode or, when every FPGA is busy (a decode still waits after
+    step 1), takes the oldest waiting decode whose KV cache it holds.
+    """
+
+    def __init__(
+        self,
+        requests: RequestSet,
+        gpus: list[Unit],
+        fpgas: list[Unit],
+        *,
+        fpga_kv_bits: int,
+        gpu_decode: bool = True,
+        reference: bool = False,
+        progress: ProgressFn | None = None,
+    ) -> None:
+        super().__init__(requests, gpus + fpgas, reference=reference, progress=progress)
+        if not gpus:
+            raise SpecError("devices", "GLITCHES needs at least one GPU in the prefill role")
+        if not fpgas and not gpu_decode:
+            raise SpecError("options.gpu_decode", "with no FPGA the GPUs must decode")
+        self.gpus = gpus
+        self.fpgas = fpgas
+        self.gpu_decode = gpu_decode
+        self.layers = gpus[0].model.n_layers
+        self.fpga_kv_per_token = gpus[0].model.kv_bytes_per_token(fpga_kv_bits)
+        self.logit_bytes = gpus[0].model.vocab_size * LOGIT_BYTES
+        self._check_capacity()
+        nu = len(self.units)
+        self.mode = [IDLE] * nu
+        self.current = [-1] * nu  # request a unit is working on (FPGA: receiving/decoding)
+        self.pinned = [-1] * nu  # GPU: the request whose decode it owns (running or paused)
+        self.run_plan: list[tuple[float, int, int, float, float] | None] = [None] * nu
+        self.check_at: list[float | None] = [None] * nu
+        self.idle_fpgas = [f.index for f in fpgas]
+        heapq.heapify(self.idle_fpgas)
+        self.prefill_q: deque[int] = deque()
+        self.decode_q: deque[int] = deque()
+        n = len(self.prompt)
+        self.kv_on = [-1] * n  # GPU index holding the request's KV cache
+        self.kv_bytes = [0.0] * n  # bytes reserved for it there
+        self.stream_to = [-1] * n  # FPGA receiving the KV while the prefill runs
+        self.token_ready = [0.0] * n  # when the first sampled token can reach a decoder
+        self.streamed = 0
+        self.dispatched = 0
+        self.gpu_decoded = 0
+        self.exposed_transfer_s: list[float] = []
+
+    # -- capacity ------------------------------------------------------------------------
+
+    def _check_capacity(self) -> None:
+        longest = int(np.max(self.requests.input_tokens + self.requests.output_tokens))
+        for g in self.gpus:
+            if not g.fits(longest * g.kv_per_token):
+                raise CapacityError(
+                    "workload",
+                    f"a request of {longest} tokens does not fit {g.slug} memory next to "
+                    f"the weights ({g.weights / 1e9:.1f} of {g.capacity / 1e9:.1f} GB)",
+                )
+        for f in self.fpgas:
+            if not f.fits(longest * self.fpga_kv_per_token):
+                raise CapacityError(
+                    "workload",
+                    f"a request of {longest} tokens does not fit the KV region of {f.slug} "
+                    f"HBM next to the weights ({f.weights / 1e9:.1f} of "
+                    f"{f.capacity / 1e9:.1f} GB)",
+                )
+
+    def _gpu_tokens(self, rid: int) -> int:
+        """KV tokens a prefill reserves on the GPU: the prompt's if it will stream to an
+        FPGA, else room for the whole request (the GPU may have to decode it)."""
+        if self._will_stream(rid) or self.output[rid] == 1:
+            return self.prompt[rid]
+        return self.prompt[rid] + self.output[rid]
+
+    def _will_stream(self, rid: int) -> bool:
+        return self.output[rid] > 1 and bool(self.idle_fpgas)
+
+    # -- events --------------------------------------------------------------------------
+
+    def on_arrivals(self, ids: list[int]) -> None:
+        """New requests join the prefill queue (FCFS)."""
+        self.prefill_q.extend(ids)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        dq = self.decode_q
+        while dq and self.idle_fpgas:
+            self._dispatch(dq.popleft(), heapq.heappop(self.idle_fpgas))
+        pq = self.prefill_q
+        while pq:
+            tokens = self._gpu_tokens(pq[0])
+            g = next(
+                (
+                    u
+                    for u in self.gpus
+                    if self.mode[u.index] == IDLE and u.fits(tokens * u.kv_per_token)
+                ),
+                None,
+            )
+            if g is None:
+                break
+            self._start_prefill(g, pq.popleft())
+        if pq and not self.reference:
+            self._claim_boundary(pq[0])
+        for g in self.gpus:
+            gi = g.index
+            if self.mode[gi] != IDLE:
+                continue
+            if self.pinned[gi] >= 0:
+                self._start_gpu_decode(g)
+            elif self.gpu_decode and dq:
+                rid = next((r for r in dq if self.kv_on[r] == gi), -1)
+                if rid >= 0:
+                    dq.remove(rid)
+                    self.pinned[gi] = rid
+                    self.gpu_decoded += 1
+                    self._start_gpu_decode(g)
+
+    # -- prefill on the GPU and the KV stream --------------------------------------------
+
+    def _start_prefill(self, g: Unit, rid: int) -> None:
+        now = self.now
+        gi = g.index
+        stream = self._will_stream(rid)
+        need = self._gpu_tokens(rid) * g.kv_per_token
+        g.alloc(need)
+        self.kv_on[rid] = gi
+        self.kv_bytes[rid] = need
+        p = self.prompt[rid]
+        cost = g.prefill_cost([p])
+        end = now + cost.seconds
+        g.occupy(now, end, cost.joules, PREFILL, rid, 1)
+        g.prefill_tokens += p
+        g.prefill_outputs += 1
+        self.mode[gi] = PREFILL
+        self.check_at[gi] = None
+        g.version += 1
+        if stream:
+            f = self.units[heapq.heappop(self.idle_fpgas)]
+            self.stream_to[rid] = f.index
+            self.streamed += 1
+            self._reserve_fpga(f, rid)
+            nbytes = p * self.fpga_kv_per_token / self.layers
+            h1 = g.link_out.seconds(nbytes)
+            h2 = f.link_in.seconds(nbytes)
+            first, c2, c3 = _pipeline_end(
+                now,
+                cost.seconds / self.layers,
+                h1,
+                h2,
+                self.layers,
+                g.link_out.free_at,
+                f.link_in.free_at,
+            )
+            g.link_out.book(first, c2, rid)
+            f.link_in.book(first + h1, c3, rid)
+            self.token_ready[rid] = end + g.link_out.seconds(self.logit_bytes)
+            start = max(c3, self.token_ready[rid] + f.link_in.seconds(TOKEN_BYTES))
+            self.exposed_transfer_s.append(start - end)
+            self.at(start, self._kv_arrived, f.index, rid)
+        self.at(end, self._prefill_end, gi, rid)
+
+    def _prefill_end(self, gi: int, rid: int) -> None:
+        g = self.units[gi]
+        self.generated[rid] = 1
+        self.first_token(rid, self.now)
+        self.mode[gi] = IDLE
+        g.version += 1
+        if self.output[rid] == 1:
+            self._release_gpu(rid)
+            self.complete(rid, self.now, gi)
+        elif self.stream_to[rid] < 0:
+            if self.fpgas:
+                self.token_ready[rid] = self.now + g.link_out.seconds(self.logit_bytes)
+            self.decode_q.append(rid)
+        self._schedule()
+
+    def _release_gpu(self, rid: int) -> None:
+        gi = self.kv_on[rid]
+        if gi >= 0:
+            self.units[gi].release(self.kv_bytes[rid])
+            self.kv_on[rid] = -1
+            self.kv_bytes[rid] = 0.0
+
+    # -- decode on the FPGAs -------------------------------------------------------------
+
+    def _reserve_fpga(self, f: Unit, rid: int) -> None:
+        fi = f.index
+        self.mode[fi] = RECEIVING
+        self.current[fi] = rid
+        f.alloc((self.prompt[rid] + self.output[rid] - 1) * self.fpga_kv_per_token)
+
+    def _dispatch(self, rid: int, fi: int) -> None:
+        """Move a waiting decode's whole KV cache from its GPU to an idle FPGA."""
+        f = self.units[fi]
+        g = self.units[self.kv_on[rid]]
+        self.dispatched += 1
+        self._reserve_fpga(f, rid)
+        nbytes = self.prompt[rid] * self.fpga_kv_per_token / self.layers
+        h1 = g.link_out.seconds(nbytes)
+        h2 = f.link_in.seconds(nbytes)
+        first, c2, c3 = _pipeline_end(
+            self.now, 0.0, h1, h2, self.layers, g.link_out.free_at, f.link_in.free_at
+        )
+        g.link_out.book(first, c2, rid)
+        f.link_in.book(first + h1, c3, rid)
+        start = max(c3, self.token_ready[rid] + f.link_in.seconds(TOKEN_BYTES))
+        self.at(start, self._kv_arrived, fi, rid)
+
+    def _kv_arrived(self, fi: int, rid: int) -> None:
+        """The KV cache is in the FPGA's HBM and the token index has arrived: start."""
+        self._release_gpu(rid)
+        self.mode[fi] = DECODE
+        self._fpga_run(fi, rid)
+        self._schedule()
+
+    def _fpga_run(self, fi: int, rid: int) -> None:
+        f = self.units[fi]
+        g = self.generated[rid]
+        n = self.output[rid] - g
+        if self.reference:
+            n = 1
+        k0 = self.prompt[rid] + g - 1
+        dur, joules = f.curve.run_cost(1, k0, n)
+        now = self.now
+        f.occupy(now, now + dur, joules, DECODE, rid, 1)
+        f.decode_tokens += n
+        self.at(now + dur, self._fpga_step_end, fi, rid, n)
+
+    def _fpga_step_end(self, fi: int, rid: int, n: int) -> None:
+        self.generated[rid] += n
+        if self.generated[rid] < self.output[rid]:
+            self._fpga_run(fi, rid)
+            return
+        f = self.units[fi]
+        f.release((self.prompt[rid] + self.output[rid] - 1) * self.fpga_kv_per_token)
+        self.complete(rid, self.now, fi)
+        self.mode[fi] = IDLE
+        self.current[fi] = -1
+        heapq.heappush(self.idle_fpgas, fi)
+        self._schedule()
+
+    # -- decode on a GPU (substitute for a busy FPGA) ------------------------------------
+
+    def _start_gpu_decode(self, g: Unit) -> None:
+        gi = g.index
+        rid = self.pinned[gi]
+        gen = self.generated[rid]
+        n = self.output[rid] - gen
+        if self.reference:
+            n = 1
+        k0 = self.prompt[rid] + gen - 1
+        dur, joules = g.curve.run_cost(1, k0, n)
+        now = self.now
+        self.run_plan[gi] = (now, k0, n, dur, joules)
+        self.mode[gi] = DECODE
+        self.check_at[gi] = None
+        g.version += 1
+        self.at(now + dur, self._gpu_run_end, gi, g.version)
+
+    def _gpu_advance(self, gi: int, k: int) -> None:
+        g = self.units[gi]
+        plan = self.run_plan[gi]
+        assert plan is not None
+        t0, k0, n, dur, joules = plan
+        if k != n:
+            dur, joules = g.curve.run_cost(1, k0, k)
+        rid = self.pinned[gi]
+        g.occupy(t0, t0 + dur, joules, DECODE, rid, 1)
+        g.decode_tokens += k
+        self.generated[rid] += k
+        self.run_plan[gi] = None
+        self.mode[gi] = IDLE
+        g.version += 1
+
+    def _gpu_run_end(self, gi: int, version: int) -> None:
+        g = self.units[gi]
+        if version != g.version:
+            return
+        plan = self.run_plan[gi]
+        assert plan is not None
+        self._gpu_advance(gi, plan[2])
+        rid = self.pinned[gi]
+        if self.generated[rid] == self.output[rid]:
+            self.pinned[gi] = -1
+            self._release_gpu(rid)
+            self.complete(rid, self.now, gi)
+        self._schedule()
+
+    def _claim_boundary(self, head: int) -> None:
+        """Stop the decoding GPU whose next iteration boundary comes first (among those with
+        room for the waiting prefill) at that boundary, where the reference would prefill."""
+        tokens = self._gpu_tokens(head)
+        now = self.now
+        best_t = math.inf
+        best: tuple[int, int] | None = None
+        for g in self.gpus:
+            gi = g.index
+            if self.mode[gi] != DECODE or not g.fits(tokens * g.kv_per_token):
+                continue
+            pending = self.check_at[gi]
+            if pending is not None:
+                if pending < best_t:
+                    best_t, best = pending, None
+                continue
+            plan = self.run_plan[gi]
+            assert plan is not None
+            t0, k0, n, _, _ = plan
+            k = g.curve.steps_within(1, k0, n, now - t0)[0] + 1
+            tk = g.curve.run_cost(1, k0, k)[0] if k < n else math.inf
+            while k < n and t0 + tk <= now:
+                k += 1
+                tk = g.curve.run_cost(1, k0, k)[0]
+            if k < n and t0 + tk < best_t:
+                best_t, best = t0 + tk, (gi, k)
+        if best is not None:
+            gi, k = best
+            self.check_at[gi] = best_t
+            self.at(best_t, self._gpu_check, gi, self.units[gi].version, k)
+
+    def _gpu_check(self, gi: int, version: int, k: int) -> None:
+        g = self.units[gi]
+        if version != g.version:
+            return
+        self.check_at[gi] = None
+        pq = self.prefill_q
+        if pq and g.fits(self._gpu_tokens(pq[0]) * g.kv_per_token):
+            self._gpu_advance(gi, k)
+        self._schedule()
+
+    def run(self) -> SimOutput:
+        """Run, then report how decodes were placed and the exposed transfer time."""
+        out = super().run()
+        exposed = self.exposed_transfer_s
+        out.extra.update(
+            {
+                "decodes_streamed_to_fpga": self.streamed,
+                "decodes_dispatched_to_fpga": self.dispatched,
+                "decodes_on_gpu": self.gpu_decoded,
+                "mean_exposed_kv_transfer_ms": float(np.mean(exposed)) * 1e3 if exposed else 0.0,
+            }
+        )
+        return out
+
+
+@register
+class GlitchesPolicy(Policy):
+    """GLITCHES GPU–FPGA collaborative serving (papers/glitches.md §III, Figs. 3–4).
+
+    Implemented as §III-C describes:
+
+    - Every GPU and FPGA holds the whole model; GPUs (role ``prefill``) prefill in FP16
+      with their runtime profile, FPGAs (role ``decode``) decode with theirs (FlightLLM
+      W4A8 by default), one request at a time — the latency-sensitive batch-1 setting.
+    - The KV cache is quantised on the GPU to the FPGA runtime's KV precision and sent
+      GPU → host → FPGA HBM over each device's PCIe host link, layer by layer, overlapped
+      with the prefill (Fig. 4): layer *i*'s transfer starts when its prefill is done, and
+      the decode starts only when the last layer's KV (and the sampled first token) has
+      arrived. The GPU frees the request's KV memory then.
+    - Decode tasks go to idle FPGAs first-come-first-served. When every FPGA is busy and
+      no prefill waits, a GPU decodes a waiting request itself, keeping its KV cache (no
+      transfer); a waiting prefill pre-empts such a substitute decode at the next
+      iteration boundary, and the GPU resumes it afterwards.
+    - A prefill waits in the queue while the GPU lacks memory for its KV cache.
+    - Each FPGA decode iteration adds the per-token logits → host → token round trip over
+      the FPGA's PCIe link (:func:`host_round_trip_s`).
+    - FPGA decode uses the §IV prefetch model with ratio ``prefetch_ratio`` (default 4).
+
+    Assumptions where the paper is silent (deviations from nothing stated, but choices):
+
+    - The prefill is split evenly over the layers for the pipeline (the LM head and the
+      embedding are lumped in); KV quantisation time on the GPU is neglected.
+    - A request whose decode cannot start on an FPGA at its prefill (every FPGA busy)
+      waits with its KV on the GPU; when an FPGA frees up first, the whole KV is then sent
+      (still layer-pipelined over the two hops, but no longer hidden behind a prefill).
+    - A GPU reserves the FP16 KV of the prompt when the request streams to an FPGA, and of
+      prompt plus output otherwise (it may have to decode it); an FPGA reserves the
+      request's whole KV in its HBM region. Each PCIe link direction is a FIFO resource
+      booked from its first to its last chunk; logits/token messages do not contend.
+    - TTFT is the end of the GPU prefill (the first token is sampled from its logits); a
+      GPU's own decode adds no host round trip (the GPU runtime profile includes sampling).
+    - A paused GPU decode stays on its GPU (its KV cache is not moved to an FPGA).
+    """
+
+    name: ClassVar[str] = "glitches"
+    summary: ClassVar[str] = (
+        "GPU prefill, FPGA decode with layer-pipelined KV transfer over PCIe (GLITCHES §III)"
+    )
+    roles: ClassVar[tuple[RoleSpec, ...]] = (
+        RoleSpec(
+            "prefill", "GPUs that prefill (FP16) and decode when every FPGA is busy", ("gpu",)
+        ),
+        RoleSpec("decode", "FPGAs that decode one request at a time", ("fpga",), required=False),
+    )
+    options: ClassVar[tuple[OptionSpec, ...]] = (
+        OptionSpec(
+            "prefetch_ratio",
+            int,
+            4,
+            "FPGA data-prefetch ratio M (§IV): each memory instruction fetches the data of "
+            "the next M compute instructions; 1 = plain FlightLLM",
+            minimum=1,
+            maximum=64,
+        ),
+        OptionSpec(
+            "gpu_decode",
+            bool,
+            True,
+            "let an idle GPU decode when every FPGA is busy and no prefill waits (§III-C)",
+        ),
+    )
+
+    def __init__(
+        self,
+        device_models: DeviceModelFactory | None = None,
+        *,
+        reference: bool = False,
+        timeline_cap: int | None = 400,
+    ) -> None:
+        self.device_models: DeviceModelFactory = device_models or build_device_model
+        self.reference = reference
+        self.timeline_cap = timeline_cap
+
+    def simulate(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        requests: RequestSet,
+        progress: ProgressFn | None = None,
+    ) -> SimOutput:
+        """Run the scheduler on ``requests`` and return the raw outcome."""
+        opts = self.resolve_options(system.options)
+        gpus_p: list[tuple[int, DevicePlacement]] = []
+        fpgas_p: list[tuple[int, DevicePlacement]] = []
+        for i, p in enumerate(system.devices):
+            if p.role == "prefill" or (not p.role and p.device.kind is DeviceKind.GPU):
+                if p.device.kind is not DeviceKind.GPU:
+                    raise SpecError(f"devices[{i}].role", "the prefill role needs a GPU")
+                gpus_p.append((i, p))
+            elif p.role == "decode" or (not p.role and p.device.kind is DeviceKind.FPGA):
+                if p.device.kind is not DeviceKind.FPGA:
+                    raise SpecError(f"devices[{i}].role", "the decode role needs an FPGA")
+                fpgas_p.append((i, p))
+            else:
+                raise SpecError(
+                    f"devices[{i}].role", "GLITCHES roles are 'prefill' (GPU) or 'decode' (FPGA)"
+                )
+        prefetch = int(opts["prefetch_ratio"])
+
+        def fpga_factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
+            return apply_prefetch_ratio(self.device_models(device, runtime), prefetch)
+
+        gpus = build_units(
+            [p for _, p in gpus_p],
+            model,
+            self.device_models,
+            exact=self.reference,
+            timeline_cap=self.timeline_cap,
+            placement_index=[i for i, _ in gpus_p],
+        )
+        fpgas = build_units(
+            [p for _, p in fpgas_p],
+            model,
+            fpga_factory,
+            exact=self.reference,
+            timeline_cap=self.timeline_cap,
+            step_overhead_s=lambda p, dm: host_round_trip_s(p.device, model),
+            first_index=len(gpus),
+            placement_index=[i for i, _ in fpgas_p],
+        )
+        kv_bits = {p.runtime.kv_bits for _, p in fpgas_p}
+        if len(kv_bits) > 1:
+            raise SpecError("devices", "all FPGAs of a GLITCHES system must share a KV precision")
+        fpga_kv_bits = kv_bits.pop() if kv_bits else 16
+        sim = GlitchesSim(
+            requests,
+            gpus,
+            fpgas,
+            fpga_kv_bits=fpga_kv_bits,
+            gpu_decode=bool(opts["gpu_decode"]),
+            reference=self.reference,
+            progress=progress,
+        )
+        out = sim.run()
+        out.extra["options"] = opts
+        return out
+
+    def run(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        workload: WorkloadSpec,
+        slo: SloSpec,
+        rng: np.random.Generator,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Any]:
+        """Simulate ``system`` on the workload's requests and return its result entry."""
+        requests = generate_requests(workload, model)
+        out = self.simulate(system, model, requests, progress)
+        return system_result(system, out, slo)

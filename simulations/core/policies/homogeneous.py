@@ -1,0 +1,179 @@
+"""Homogeneous serving: every device serves whole requests (prefill and decode).
+
+The baseline every paper compares against; see :class:`HomogeneousPolicy`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from simulations.core.devices import build_device_model
+from simulations.core.devices.base import DeviceModel
+from simulations.core.engine.batching import BatchingSim
+from simulations.core.engine.core import DeviceModelFactory, ProgressFn, SimOutput, build_units
+from simulations.core.engine.requests import RequestSet, generate_requests
+from simulations.core.metrics import system_result
+from simulations.core.spec import (
+    DeviceKind,
+    DeviceSpec,
+    ModelSpec,
+    RuntimeProfile,
+    SloSpec,
+    SystemSpec,
+    WorkloadSpec,
+)
+
+from .base import OptionSpec, Policy, RoleSpec, register
+from .glitches import apply_prefetch_ratio, host_round_trip_s
+
+
+@register
+class HomogeneousPolicy(Policy):
+    """Every device serves whole requests from one shared FCFS queue.
+
+    Two modes, by ``max_batch``:
+
+    - ``max_batch = 1`` (the default): each device prefills and then decodes one request
+      at a time, taking the oldest waiting request whenever it frees up — the
+      latency-sensitive batch-1 baseline of GLITCHES §I/§V ("a small batch or even one
+      batch is usually required"), which its 8×A100, 8×V100S and 8×U280 systems run.
+    - ``max_batch > 1``: iteration-level continuous batching with a paged KV cache bounded
+      by device memory, like vLLM v0 without chunked prefill (Kwon et al., SOSP'23, cited
+      by GLITCHES [10]): prefill iterations have priority, the KV pool is
+      ``memory_utilization`` × memory − weights in blocks of ``block_size`` tokens, a
+      request is admitted when its prompt's blocks plus a 1 % watermark are free, and when
+      a decode step runs out of blocks the latest admitted sequence is preempted and later
+      recomputed. See :mod:`simulations.core.engine.batching` for the exact rules.
+
+    Accelerators that sample on the host (FPGAs) add the per-token logits round trip over
+    PCIe to each decode iteration (as in GLITCHES §III); FPGAs use the §IV prefetch model
+    with ``prefetch_ratio`` (the GLITCHES all-FPGA baseline runs the same prefetching
+    FlightLLM design as its heterogeneous system, §V-A).
+
+    Deviations/assumptions: the same paged-memory bound is applied with ``max_batch = 1``
+    (it only matters for contexts near the memory limit); data-parallel replicas only (no
+    tensor parallelism); requests are pulled by whichever device reaches an iteration
+    boundary with room first (a pull-based load balancer).
+    """
+
+    name: ClassVar[str] = "homogeneous"
+    summary: ClassVar[str] = (
+        "Every device serves whole requests: batch-1 FCFS or vLLM-like continuous batching"
+    )
+    roles: ClassVar[tuple[RoleSpec, ...]] = (
+        RoleSpec("", "any device; each one prefills and decodes whole requests"),
+    )
+    options: ClassVar[tuple[OptionSpec, ...]] = (
+        OptionSpec(
+            "max_batch",
+            int,
+            1,
+            "most requests a device decodes together; 1 = one request at a time per "
+            "device (batch-1 FCFS), more = continuous batching",
+            minimum=1,
+            maximum=4096,
+        ),
+        OptionSpec(
+            "block_size",
+            int,
+            16,
+            "tokens per KV-cache block of the paged cache",
+            minimum=1,
+            maximum=1024,
+        ),
+        OptionSpec(
+            "memory_utilization",
+            float,
+            0.9,
+            "fraction of device memory for weights and KV cache (vLLM gpu_memory_utilization)",
+            minimum=0.05,
+            maximum=1.0,
+        ),
+        OptionSpec(
+            "max_batched_tokens",
+            int,
+            4096,
+            "most prompt tokens in one prefill iteration (a longer single prompt still runs)",
+            minimum=1,
+            maximum=1_000_000,
+        ),
+        OptionSpec(
+            "prefetch_ratio",
+            int,
+            4,
+            "FPGA data-prefetch ratio M (GLITCHES §IV); ignored for other devices",
+            minimum=1,
+            maximum=64,
+        ),
+    )
+
+    def __init__(
+        self,
+        device_models: DeviceModelFactory | None = None,
+        *,
+        reference: bool = False,
+        audit: bool = False,
+        timeline_cap: int | None = 400,
+    ) -> None:
+        self.device_models: DeviceModelFactory = device_models or build_device_model
+        self.reference = reference
+        self.audit = audit
+        self.timeline_cap = timeline_cap
+
+    def simulate(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        requests: RequestSet,
+        progress: ProgressFn | None = None,
+    ) -> SimOutput:
+        """Run the scheduler on ``requests`` and return the raw outcome."""
+        opts = self.resolve_options(system.options)
+        prefetch = int(opts["prefetch_ratio"])
+
+        def factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
+            return apply_prefetch_ratio(self.device_models(device, runtime), prefetch)
+
+        def overhead(p: Any, dm: DeviceModel) -> float:
+            if p.device.kind is DeviceKind.FPGA:
+                return host_round_trip_s(p.device, model)
+            return 0.0
+
+        units = build_units(
+            system.devices,
+            model,
+            factory,
+            exact=self.reference,
+            timeline_cap=self.timeline_cap,
+            step_overhead_s=overhead,
+        )
+        sim = BatchingSim(
+            requests,
+            units,
+            max_batch=int(opts["max_batch"]),
+            block_size=int(opts["block_size"]),
+            memory_utilization=float(opts["memory_utilization"]),
+            max_batched_tokens=int(opts["max_batched_tokens"]),
+            reference=self.reference,
+            audit=self.audit,
+            progress=progress,
+        )
+        out = sim.run()
+        out.extra["options"] = opts
+        return out
+
+    def run(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        workload: WorkloadSpec,
+        slo: SloSpec,
+        rng: np.random.Generator,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Any]:
+        """Simulate ``system`` on the workload's requests and return its result entry."""
+        requests = generate_requests(workload, model)
+        out = self.simulate(system, model, requests, progress)
+        return system_result(system, out, slo)
