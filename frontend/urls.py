@@ -1,3 +1,11 @@
 """Dashboard routes."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from frontend import views
+
+app_name = "frontend"
+
+urlpatterns = [
+    path("", views.index, name="index"),
+]

@@ -71,8 +71,14 @@ DATABASES = {
 }
 DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # A worker process and the web server write the same file: wait for the lock, don't fail.
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("timeout", 30)
+    # A worker process and the web server write the same file: wait for the lock instead of
+    # failing, take the write lock when a transaction starts (no lock-upgrade deadlocks), and
+    # let readers proceed while one process writes (WAL).
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    _sqlite_options = DATABASES["default"].setdefault("OPTIONS", {})
+    _sqlite_options.setdefault("timeout", 30)
+    _sqlite_options.setdefault("transaction_mode", "IMMEDIATE")
+    _sqlite_options.setdefault("init_command", "PRAGMA journal_mode=WAL;")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -102,18 +108,34 @@ LOGOUT_REDIRECT_URL = "/"
 # --- Celery -------------------------------------------------------------------------------
 REDIS_URL = env("REDIS_URL", default="")
 BROKER_DIR = Path(env("HETPLANNER_BROKER_DIR", default=str(VAR_DIR / "broker")))
+
+
+def filesystem_broker_options(folder: Path) -> dict:
+    """Options of kombu's filesystem transport rooted at ``folder`` (created if missing).
+
+    The transport does not create its folders, and its control folder (used for remote
+    control and fan-out) would otherwise land in the current directory.
+    """
+    options = {
+        "data_folder_in": str(folder / "queue"),
+        "data_folder_out": str(folder / "queue"),
+        "processed_folder": str(folder / "processed"),
+        "control_folder": str(folder / "control"),
+        "store_processed": False,
+    }
+    for key in ("data_folder_in", "processed_folder", "control_folder"):
+        Path(options[key]).mkdir(parents=True, exist_ok=True)
+    return options
+
+
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 else:
     # kombu's filesystem transport: a real broker between processes that needs no server.
     CELERY_BROKER_URL = "filesystem://"
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_DIR / "out"),
-        "data_folder_out": str(BROKER_DIR / "out"),
-        "processed_folder": str(BROKER_DIR / "processed"),
-        "store_processed": False,
-    }
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(BROKER_DIR)
+CELERY_TASK_DEFAULT_QUEUE = env("HETPLANNER_QUEUE", default="hetplanner")
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
@@ -132,6 +154,21 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # after how many seconds without a heartbeat a running run counts as abandoned.
 HETPLANNER_MAX_ATTEMPTS = env.int("HETPLANNER_MAX_ATTEMPTS", default=3)
 HETPLANNER_HEARTBEAT_STALE_S = env.int("HETPLANNER_HEARTBEAT_STALE_S", default=120)
+# How often a running task writes its progress and heartbeat (well below the stale limit).
+HETPLANNER_HEARTBEAT_INTERVAL_S = env.float("HETPLANNER_HEARTBEAT_INTERVAL_S", default=10.0)
+# A queued run whose message was sent longer ago than this is re-sent by the reconciler.
+HETPLANNER_QUEUED_STALE_S = env.int("HETPLANNER_QUEUED_STALE_S", default=900)
+# The reconciler runs periodically from celery beat (`celery -A hetplanner beat`, or a
+# worker started with --beat as `make run` does).
+HETPLANNER_RECONCILE_INTERVAL_S = env.float("HETPLANNER_RECONCILE_INTERVAL_S", default=60.0)
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-runs": {
+        "task": "simulations.reconcile_runs",
+        "schedule": HETPLANNER_RECONCILE_INTERVAL_S,
+        "options": {"expires": HETPLANNER_RECONCILE_INTERVAL_S},
+    },
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- REST framework -----------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -1,7 +1,18 @@
-"""Test settings: fast password hashing; the same env switches (CI points at PostgreSQL/Redis)."""
+"""Test settings: fast password hashing; the same env switches (CI points at PostgreSQL/Redis).
+
+Each test session is isolated from others running at the same time on the machine: it gets
+its own SQLite test file, filesystem-broker folder and Celery queue, all derived from
+``HETPLANNER_TEST_SESSION`` (default: this process's id). The live-worker fixture
+(``tests/conftest.py``) starts ``celery -A hetplanner worker`` with the same session id and
+``HETPLANNER_DB_NAME`` set to the test database, so the worker sees what the test writes.
+"""
+
+import os
+import tempfile
+from pathlib import Path
 
 from .base import *  # noqa: F403
-from .base import env
+from .base import DATABASES, REDIS_URL, env, filesystem_broker_options
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -9,4 +20,31 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+
+HETPLANNER_TEST_SESSION = env("HETPLANNER_TEST_SESSION", default=str(os.getpid()))
+TEST_TMP_DIR = Path(tempfile.gettempdir()) / f"hetplanner-test-{HETPLANNER_TEST_SESSION}"
+
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not :memory:, so a worker process can open the same test database.
+    TEST_TMP_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES["default"]["TEST"] = {"NAME": str(TEST_TMP_DIR / "test.sqlite3")}
+if env("HETPLANNER_DB_NAME", default=""):
+    # Set for worker processes started by the tests: use the test database directly.
+    DATABASES["default"]["NAME"] = env("HETPLANNER_DB_NAME")
+
+if not REDIS_URL:
+    BROKER_DIR = TEST_TMP_DIR / "broker"
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(BROKER_DIR)
+    CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.2
+CELERY_TASK_DEFAULT_QUEUE = f"hetplanner-test-{HETPLANNER_TEST_SESSION}"
+CELERY_BEAT_SCHEDULE_FILENAME = str(TEST_TMP_DIR / "celerybeat-schedule")
+# Modules a test worker imports at start (test doubles registered by integration tests).
+CELERY_IMPORTS = env.list("HETPLANNER_WORKER_IMPORTS", default=[])
+
+# Short lifecycle timings so worker-loss tests finish in seconds.
 HETPLANNER_HEARTBEAT_STALE_S = env.int("HETPLANNER_HEARTBEAT_STALE_S", default=5)
+HETPLANNER_HEARTBEAT_INTERVAL_S = env.float("HETPLANNER_HEARTBEAT_INTERVAL_S", default=0.5)
+HETPLANNER_QUEUED_STALE_S = env.int("HETPLANNER_QUEUED_STALE_S", default=30)
+HETPLANNER_RECONCILE_INTERVAL_S = env.float("HETPLANNER_RECONCILE_INTERVAL_S", default=1.0)
+CELERY_BEAT_SCHEDULE["reconcile-runs"]["schedule"] = HETPLANNER_RECONCILE_INTERVAL_S  # noqa: F405
+CELERY_BEAT_SCHEDULE["reconcile-runs"]["options"]["expires"] = HETPLANNER_RECONCILE_INTERVAL_S  # noqa: F405

@@ -1,0 +1,235 @@
+"""The one place where database rows become simulation-core specs (and specs become rows).
+
+Data flows one way (DESIGN.md): catalog rows → :mod:`simulations.core.spec` objects →
+engine. Everything that hands catalog data to the core goes through
+:func:`catalog_from_db` and the ``*_spec`` functions here; the inverse ``*_values``
+functions give the column values for a spec, used by the services that write the catalog
+(seeding, imports), so a record survives JSON → spec → row → spec unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from simulations.core.catalog import Catalog
+from simulations.core.spec import (
+    DeviceKind,
+    DeviceSpec,
+    LinkSpec,
+    MemoryTier,
+    ModelSpec,
+    RuntimeProfile,
+    TraceData,
+)
+from simulations.models import Device, LLMModel, Trace
+from simulations.models import RuntimeProfile as RuntimeProfileRow
+
+#: DeviceSpec fields stored under the same name on the Device row.
+DEVICE_PLAIN_FIELDS = (
+    "slug",
+    "name",
+    "kind",
+    "vendor",
+    "tdp_w",
+    "idle_w",
+    "price_usd",
+    "fp16_tflops",
+    "bf16_tflops",
+    "int8_tops",
+    "int4_tops",
+    "fp32_tflops",
+    "typical_w",
+    "fpga_clock_mhz",
+    "fpga_hbm_channels",
+    "fpga_issue_cycles",
+    "npu_array_rows",
+    "npu_array_cols",
+    "cpu_cores",
+    "cpu_simd_width_bits",
+    "cpu_clock_ghz",
+)
+RUNTIME_FIELDS = (
+    "slug",
+    "name",
+    "device_kind",
+    "weight_bits",
+    "act_bits",
+    "kv_bits",
+    "compute_eff",
+    "bw_eff",
+    "kernel_launch_us",
+    "kernels_per_layer",
+)
+MODEL_FIELDS = (
+    "slug",
+    "name",
+    "n_layers",
+    "hidden_size",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "ffn_size",
+    "ffn_kind",
+    "vocab_size",
+    "tied_embeddings",
+    "max_context",
+)
+_LINK_COLUMNS = ("bw_gbps", "latency_us", "pcie_gen", "lanes")
+
+
+# --- rows → specs ----------------------------------------------------------------------------
+
+
+def _link(row: Device, prefix: str) -> LinkSpec | None:
+    kind = getattr(row, f"{prefix}_kind")
+    if not kind:
+        return None
+    latency = getattr(row, f"{prefix}_latency_us")
+    return LinkSpec(
+        kind=kind,
+        bw_gbps=getattr(row, f"{prefix}_bw_gbps"),
+        latency_us=0.0 if latency is None else latency,
+        pcie_gen=getattr(row, f"{prefix}_pcie_gen"),
+        lanes=getattr(row, f"{prefix}_lanes"),
+    )
+
+
+def device_spec(row: Device) -> DeviceSpec:
+    """The DeviceSpec of a Device row (prefetch ``memory_tiers`` and ``parent`` for lists)."""
+    tiers = sorted(row.memory_tiers.all(), key=lambda t: t.order)
+    return DeviceSpec(
+        **{f: getattr(row, f) for f in DEVICE_PLAIN_FIELDS},
+        memory=tuple(MemoryTier(t.kind, t.capacity_gb, t.bw_gbps) for t in tiers),
+        host_link=_link(row, "host_link"),
+        peer_link=_link(row, "peer_link"),
+        parent=row.parent.slug if row.parent_id is not None else None,
+        npu_static_shapes=tuple(row.npu_static_shapes or ()),
+        sources=dict(row.sources or {}),
+    )
+
+
+def runtime_spec(row: RuntimeProfileRow) -> RuntimeProfile:
+    """The core RuntimeProfile of a RuntimeProfile row."""
+    return RuntimeProfile(
+        **{f: getattr(row, f) for f in RUNTIME_FIELDS},
+        params=dict(row.params or {}),
+        sources=dict(row.sources or {}),
+    )
+
+
+def model_spec(row: LLMModel) -> ModelSpec:
+    """The ModelSpec of an LLMModel row."""
+    return ModelSpec(**{f: getattr(row, f) for f in MODEL_FIELDS}, sources=dict(row.sources or {}))
+
+
+def trace_data(row: Trace) -> TraceData:
+    """The TraceData of a Trace row, named by its slug (the name scenarios use)."""
+    data = row.data
+    return TraceData(
+        arrival_s=tuple(float(x) for x in data["arrival_s"]),
+        input_tokens=tuple(int(x) for x in data["input_tokens"]),
+        output_tokens=tuple(int(x) for x in data["output_tokens"]),
+        name=row.slug,
+    )
+
+
+def catalog_from_db() -> Catalog:
+    """The core Catalog built from the database (three queries plus one for memory tiers)."""
+    devices = {
+        row.slug: device_spec(row)
+        for row in Device.objects.select_related("parent").prefetch_related("memory_tiers")
+    }
+    runtimes: dict[str, RuntimeProfile] = {}
+    defaults: dict[DeviceKind, str] = {}
+    for row in RuntimeProfileRow.objects.all():
+        spec = runtime_spec(row)
+        runtimes[spec.slug] = spec
+        if row.default_for_kind:
+            defaults[spec.device_kind] = spec.slug
+    models = {row.slug: model_spec(row) for row in LLMModel.objects.all()}
+    return Catalog(devices=devices, runtimes=runtimes, models=models, default_runtimes=defaults)
+
+
+def traces_from_db(slugs: Iterable[str]) -> dict[str, TraceData]:
+    """TraceData of the named traces that exist (unknown names are simply absent)."""
+    return {row.slug: trace_data(row) for row in Trace.objects.filter(slug__in=set(slugs))}
+
+
+# --- specs → row values ----------------------------------------------------------------------
+
+
+def _link_values(prefix: str, link: LinkSpec | None) -> dict[str, Any]:
+    if link is None:
+        return {f"{prefix}_kind": "", **{f"{prefix}_{c}": None for c in _LINK_COLUMNS}}
+    return {
+        f"{prefix}_kind": link.kind.value,
+        f"{prefix}_bw_gbps": link.bw_gbps,
+        f"{prefix}_latency_us": link.latency_us,
+        f"{prefix}_pcie_gen": link.pcie_gen,
+        f"{prefix}_lanes": link.lanes,
+    }
+
+
+def device_values(spec: DeviceSpec) -> dict[str, Any]:
+    """Device column values for ``spec`` (without ``parent`` and the memory tiers)."""
+    values: dict[str, Any] = {f: getattr(spec, f) for f in DEVICE_PLAIN_FIELDS}
+    values["kind"] = spec.kind.value
+    values.update(_link_values("host_link", spec.host_link))
+    values.update(_link_values("peer_link", spec.peer_link))
+    values["npu_static_shapes"] = list(spec.npu_static_shapes)
+    values["sources"] = dict(spec.sources)
+    return values
+
+
+def memory_tier_values(spec: DeviceSpec) -> list[dict[str, Any]]:
+    """MemoryTier column values for ``spec``'s tiers, in order."""
+    return [
+        {"order": i, "kind": t.kind.value, "capacity_gb": t.capacity_gb, "bw_gbps": t.bw_gbps}
+        for i, t in enumerate(spec.memory)
+    ]
+
+
+def runtime_values(spec: RuntimeProfile) -> dict[str, Any]:
+    """RuntimeProfile column values for ``spec`` (without ``default_for_kind``)."""
+    values: dict[str, Any] = {f: getattr(spec, f) for f in RUNTIME_FIELDS}
+    values["device_kind"] = spec.device_kind.value
+    values["params"] = dict(spec.params)
+    values["sources"] = dict(spec.sources)
+    return values
+
+
+def model_values(spec: ModelSpec) -> dict[str, Any]:
+    """LLMModel column values for ``spec``."""
+    values: dict[str, Any] = {f: getattr(spec, f) for f in MODEL_FIELDS}
+    values["ffn_kind"] = spec.ffn_kind.value
+    values["sources"] = dict(spec.sources)
+    return values
+
+
+def trace_values(data: TraceData) -> dict[str, Any]:
+    """Trace column values (``request_count``, ``duration_s``, ``data``) for ``data``."""
+    return {
+        "request_count": len(data.arrival_s),
+        "duration_s": (data.arrival_s[-1] - data.arrival_s[0]) if data.arrival_s else 0.0,
+        "data": {
+            "arrival_s": list(data.arrival_s),
+            "input_tokens": list(data.input_tokens),
+            "output_tokens": list(data.output_tokens),
+        },
+    }
+
+
+__all__ = [
+    "catalog_from_db",
+    "device_spec",
+    "device_values",
+    "memory_tier_values",
+    "model_spec",
+    "model_values",
+    "runtime_spec",
+    "runtime_values",
+    "trace_data",
+    "trace_values",
+    "traces_from_db",
+]

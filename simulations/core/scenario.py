@@ -1,0 +1,753 @@
+"""Parse and validate a scenario document (DESIGN.md §3) into a :class:`ScenarioSpec`.
+
+:func:`parse_scenario` checks the whole document against a :class:`Catalog` and reports
+*every* problem at once, keyed by JSON path (``systems[0].devices[1].count``), by raising
+:class:`~simulations.core.errors.ScenarioValidationError`. Nothing else in the project
+interprets scenario documents: the REST API, the pages, the CLI and the workers all call it.
+
+Sizes are capped so one document cannot ask for absurd work; the limits are the ``MAX_*``
+constants below (README.md lists them). A policy that is not registered in the core is not
+a validation error — the run fails later with :class:`UnknownPolicyError`'s message — but
+when it is registered, its option names, option values and device roles are checked here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from simulations.core.catalog import Catalog
+from simulations.core.errors import ScenarioValidationError, SpecError, UnknownPolicyError
+from simulations.core.policies import Policy, RoleSpec, get_policy
+from simulations.core.spec import (
+    ArrivalKind,
+    ArrivalSpec,
+    DevicePlacement,
+    LengthDist,
+    LengthDistKind,
+    ModelSpec,
+    RuntimeProfile,
+    ScenarioSpec,
+    SloSpec,
+    SystemSpec,
+    TraceData,
+    WorkloadSpec,
+)
+
+# --- limits (documented in README.md) -------------------------------------------------------
+
+#: Requests per scenario (every system simulates all of them).
+MAX_REQUESTS = 100_000
+#: Candidate systems per scenario.
+MAX_SYSTEMS = 32
+#: Entries in one system's ``devices`` list.
+MAX_PLACEMENTS_PER_SYSTEM = 16
+#: Devices in one system (sum of the entries' ``count``).
+MAX_DEVICES_PER_SYSTEM = 1024
+#: Tokens of one request's prompt or output (fixed values and distribution bounds).
+MAX_TOKENS = 1_048_576
+#: σ of a log-normal length distribution (of log-length).
+MAX_SIGMA = 10.0
+#: Poisson arrival rate, requests per second.
+MAX_RATE_PER_S = 1_000_000.0
+#: Stretch factor for trace timestamps.
+MAX_TIME_SCALE = 1_000_000.0
+#: Largest seed (numpy accepts any non-negative integer; this keeps it a 64-bit column).
+MAX_SEED = 2**63 - 1
+#: Rows of an uploaded trace.
+MAX_TRACE_ROWS = 200_000
+#: Latency targets (ms or s, per the key).
+MAX_SLO = 1e9
+#: Options of one system.
+MAX_OPTIONS = 64
+#: Characters of names (scenario, systems) and roles.
+MAX_NAME_LENGTH = 200
+
+_TOP_KEYS = ("name", "description", "model", "workload", "systems", "slo")
+_WORKLOAD_KEYS = ("requests", "input_tokens", "output_tokens", "arrival", "seed")
+_SYSTEM_KEYS = ("name", "description", "policy", "devices", "options")
+_PLACEMENT_KEYS = ("device", "count", "role", "runtime")
+_SLO_KEYS = ("ttft_p90_ms", "tpot_p90_ms", "ttft_p99_ms", "tpot_p99_ms", "e2e_p90_s")
+_DIST_KEYS = {
+    "fixed": ("dist", "value"),
+    "uniform": ("dist", "low", "high"),
+    "lognormal": ("dist", "median", "sigma", "low", "high"),
+    "trace": ("dist", "trace"),
+}
+_ARRIVAL_KEYS = {
+    "closed": ("kind",),
+    "poisson": ("kind", "rate_per_s"),
+    "trace": ("kind", "trace", "time_scale"),
+}
+
+#: Key of errors that concern the document as a whole.
+ROOT = "document"
+
+TraceLoader = Callable[[str | Path], TraceData]
+
+
+class _Errors:
+    """Collects messages by JSON path."""
+
+    def __init__(self) -> None:
+        self.by_path: dict[str, list[str]] = {}
+
+    def add(self, path: str, message: str) -> None:
+        self.by_path.setdefault(path or ROOT, []).append(message)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_path)
+
+
+def _key(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def _mapping(errs: _Errors, path: str, value: Any) -> Mapping[str, Any] | None:
+    if not isinstance(value, Mapping):
+        errs.add(path, f"must be an object, got {_type_name(value)}")
+        return None
+    return value
+
+
+def _unknown_keys(errs: _Errors, path: str, obj: Mapping[str, Any], allowed: Sequence[str]) -> None:
+    for key in obj:
+        if key not in allowed:
+            errs.add(_key(path, str(key)), f"unknown field (expected one of: {', '.join(allowed)})")
+
+
+def _str(
+    errs: _Errors, path: str, value: Any, *, required: bool = True, max_len: int = MAX_NAME_LENGTH
+) -> str | None:
+    if value is None:
+        if required:
+            errs.add(path, "is required")
+        return None
+    if not isinstance(value, str):
+        errs.add(path, f"must be a string, got {_type_name(value)}")
+        return None
+    if required and not value.strip():
+        errs.add(path, "must not be empty")
+        return None
+    if len(value) > max_len:
+        errs.add(path, f"must be at most {max_len} characters")
+        return None
+    return value
+
+
+def _int(errs: _Errors, path: str, value: Any, *, minimum: int, maximum: int) -> int | None:
+    if value is None:
+        errs.add(path, "is required")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and not math.isfinite(value):
+            errs.add(path, "must be finite (NaN and Infinity are rejected)")
+        else:
+            errs.add(path, f"must be an integer, got {_type_name(value)}")
+        return None
+    if value < minimum:
+        errs.add(path, f"must be at least {minimum}")
+        return None
+    if value > maximum:
+        errs.add(path, f"must be at most {maximum}")
+        return None
+    return value
+
+
+def _positive(errs: _Errors, path: str, value: Any, *, maximum: float) -> float | None:
+    if value is None:
+        errs.add(path, "is required")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        errs.add(path, f"must be a number, got {_type_name(value)}")
+        return None
+    v = float(value)
+    if not math.isfinite(v):
+        errs.add(path, "must be finite (NaN and Infinity are rejected)")
+        return None
+    if v <= 0:
+        errs.add(path, "must be positive")
+        return None
+    if v > maximum:
+        errs.add(path, f"must be at most {maximum:g}")
+        return None
+    return v
+
+
+def _list(
+    errs: _Errors, path: str, value: Any, *, minimum: int, maximum: int
+) -> Sequence[Any] | None:
+    if value is None:
+        errs.add(path, "is required")
+        return None
+    if not isinstance(value, list | tuple):
+        errs.add(path, f"must be an array, got {_type_name(value)}")
+        return None
+    if len(value) < minimum:
+        errs.add(path, f"must have at least {minimum} entr{'y' if minimum == 1 else 'ies'}")
+        return None
+    if len(value) > maximum:
+        errs.add(path, f"must have at most {maximum} entries")
+        return None
+    return value
+
+
+# --- workload --------------------------------------------------------------------------------
+
+
+def _tokens(errs: _Errors, path: str, value: Any) -> int | None:
+    return _int(errs, path, value, minimum=1, maximum=MAX_TOKENS)
+
+
+def _length_dist(
+    errs: _Errors, path: str, value: Any, trace_refs: list[tuple[str, str]]
+) -> LengthDist | None:
+    """An integer (fixed) or a ``{"dist": ...}`` object; trace names go to ``trace_refs``."""
+    if value is None:
+        errs.add(path, "is required")
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        n = _tokens(errs, path, value)
+        return None if n is None else LengthDist(LengthDistKind.FIXED, value=n)
+    if not isinstance(value, Mapping):
+        errs.add(path, f"must be an integer or a distribution object, got {_type_name(value)}")
+        return None
+    kind = value.get("dist")
+    if kind not in _DIST_KEYS:
+        errs.add(_key(path, "dist"), f"must be one of: {', '.join(_DIST_KEYS)}")
+        return None
+    _unknown_keys(errs, path, value, _DIST_KEYS[kind])
+    before = len(errs.by_path)
+    if kind == "fixed":
+        n = _tokens(errs, _key(path, "value"), value.get("value"))
+        return None if n is None else LengthDist(LengthDistKind.FIXED, value=n)
+    if kind == "trace":
+        name = value.get("trace")
+        if name is None:
+            trace_refs.append((path, ""))
+        elif _str(errs, _key(path, "trace"), name, max_len=4096) is not None:
+            trace_refs.append((_key(path, "trace"), name))
+        else:
+            return None
+        return LengthDist(LengthDistKind.TRACE)
+    low = high = None
+    if kind == "uniform" or "low" in value:
+        low = _tokens(errs, _key(path, "low"), value.get("low"))
+    if kind == "uniform" or "high" in value:
+        high = _tokens(errs, _key(path, "high"), value.get("high"))
+    if low is not None and high is not None and low > high:
+        errs.add(_key(path, "high"), "must not be below low")
+    if kind == "uniform":
+        if len(errs.by_path) != before:
+            return None
+        return LengthDist(LengthDistKind.UNIFORM, low=low, high=high)
+    median = _positive(errs, _key(path, "median"), value.get("median"), maximum=MAX_TOKENS)
+    sigma = _positive(errs, _key(path, "sigma"), value.get("sigma"), maximum=MAX_SIGMA)
+    if len(errs.by_path) != before:
+        return None
+    return LengthDist(LengthDistKind.LOGNORMAL, low=low, high=high, median=median, sigma=sigma)
+
+
+def _arrival(
+    errs: _Errors, path: str, value: Any, trace_refs: list[tuple[str, str]]
+) -> ArrivalSpec | None:
+    if value is None:
+        return ArrivalSpec(ArrivalKind.CLOSED)
+    obj = _mapping(errs, path, value)
+    if obj is None:
+        return None
+    kind = obj.get("kind")
+    if kind not in _ARRIVAL_KEYS:
+        errs.add(_key(path, "kind"), f"must be one of: {', '.join(_ARRIVAL_KEYS)}")
+        return None
+    _unknown_keys(errs, path, obj, _ARRIVAL_KEYS[kind])
+    if kind == "closed":
+        return ArrivalSpec(ArrivalKind.CLOSED)
+    if kind == "poisson":
+        rate = _positive(
+            errs, _key(path, "rate_per_s"), obj.get("rate_per_s"), maximum=MAX_RATE_PER_S
+        )
+        return None if rate is None else ArrivalSpec(ArrivalKind.POISSON, rate_per_s=rate)
+    scale: float | None = 1.0
+    if "time_scale" in obj:
+        scale = _positive(errs, _key(path, "time_scale"), obj["time_scale"], maximum=MAX_TIME_SCALE)
+    name = obj.get("trace")
+    if name is None:
+        trace_refs.append((_key(path, "trace"), ""))
+    elif _str(errs, _key(path, "trace"), name, max_len=4096) is not None:
+        trace_refs.append((_key(path, "trace"), name))
+    else:
+        return None
+    return None if scale is None else ArrivalSpec(ArrivalKind.TRACE, time_scale=scale)
+
+
+def _named(trace: TraceData, name: str) -> TraceData:
+    """The trace under the name the document uses (so the document round-trips)."""
+    return trace if trace.name == name else replace(trace, name=name)
+
+
+def _resolve_trace(
+    errs: _Errors,
+    trace_refs: list[tuple[str, str]],
+    traces: Mapping[str, TraceData],
+    trace_dir: Path | None,
+    loader: TraceLoader | None,
+) -> tuple[TraceData | None, str | None]:
+    """The one trace a workload refers to, and the path of its first mention."""
+    named = [(p, n) for p, n in trace_refs if n]
+    if not trace_refs:
+        return None, None
+    if not named:
+        for path, _ in trace_refs:
+            errs.add(
+                _key(path, "trace") if not path.endswith(".trace") else path,
+                "name the trace (here or in workload.arrival.trace)",
+            )
+        return None, None
+    first_path, name = named[0]
+    for path, other in named[1:]:
+        if other != name:
+            errs.add(path, f"a workload uses one trace; {first_path} names {name!r}")
+    if name in traces:
+        return _named(traces[name], name), first_path
+    if trace_dir is not None:
+        candidate = Path(name)
+        if not candidate.is_absolute():
+            candidate = trace_dir / candidate
+        if candidate.is_file():
+            if loader is None:
+                from simulations.core.traces import load_azure_trace
+
+                loader = load_azure_trace
+            try:
+                return _named(loader(candidate), name), first_path
+            except SpecError as exc:
+                errs.add(first_path, f"{exc.field}: {exc.message}")
+                return None, first_path
+    errs.add(first_path, f"unknown trace {name!r}")
+    return None, first_path
+
+
+def _workload(
+    errs: _Errors,
+    value: Any,
+    traces: Mapping[str, TraceData],
+    trace_dir: Path | None,
+    loader: TraceLoader | None,
+) -> WorkloadSpec | None:
+    path = "workload"
+    if value is None:
+        errs.add(path, "is required")
+        return None
+    obj = _mapping(errs, path, value)
+    if obj is None:
+        return None
+    _unknown_keys(errs, path, obj, _WORKLOAD_KEYS)
+    requests = _int(errs, "workload.requests", obj.get("requests"), minimum=1, maximum=MAX_REQUESTS)
+    refs: list[tuple[str, str]] = []
+    inp = _length_dist(errs, "workload.input_tokens", obj.get("input_tokens"), refs)
+    out = _length_dist(errs, "workload.output_tokens", obj.get("output_tokens"), refs)
+    arrival = _arrival(errs, "workload.arrival", obj.get("arrival"), refs)
+    seed = _int(errs, "workload.seed", obj.get("seed", 0), minimum=0, maximum=MAX_SEED)
+    trace, _ = _resolve_trace(errs, refs, traces, trace_dir, loader)
+    if trace is not None:
+        rows = len(trace.arrival_s)
+        if rows > MAX_TRACE_ROWS:
+            errs.add(refs[0][0], f"the trace has {rows} rows; at most {MAX_TRACE_ROWS} are allowed")
+        if requests is not None and requests > rows:
+            errs.add("workload.requests", f"must not exceed the trace's {rows} requests")
+    if requests is None or inp is None or out is None or arrival is None or seed is None:
+        return None
+    if refs and trace is None:
+        return None
+    return WorkloadSpec(
+        requests=requests,
+        input_tokens=inp,
+        output_tokens=out,
+        arrival=arrival,
+        seed=seed,
+        trace=trace,
+    )
+
+
+# --- systems ---------------------------------------------------------------------------------
+
+
+def _placement(
+    errs: _Errors, path: str, value: Any, catalog: Catalog
+) -> tuple[DevicePlacement | None, int]:
+    """One ``devices`` entry; also returns its count (0 when invalid) for the system total."""
+    obj = _mapping(errs, path, value)
+    if obj is None:
+        return None, 0
+    _unknown_keys(errs, path, obj, _PLACEMENT_KEYS)
+    slug = _str(errs, _key(path, "device"), obj.get("device"))
+    device = None
+    if slug is not None:
+        device = catalog.devices.get(slug)
+        if device is None:
+            errs.add(_key(path, "device"), f"unknown device {slug!r}")
+    count = _int(
+        errs, _key(path, "count"), obj.get("count"), minimum=1, maximum=MAX_DEVICES_PER_SYSTEM
+    )
+    role = _str(errs, _key(path, "role"), obj.get("role", ""), required=False, max_len=64)
+    runtime: RuntimeProfile | None = None
+    rt_path = _key(path, "runtime")
+    if obj.get("runtime") is not None:
+        rt_slug = _str(errs, rt_path, obj["runtime"])
+        if rt_slug is not None:
+            runtime = catalog.runtimes.get(rt_slug)
+            if runtime is None:
+                errs.add(rt_path, f"unknown runtime profile {rt_slug!r}")
+            elif device is not None and runtime.device_kind is not device.kind:
+                errs.add(
+                    rt_path,
+                    f"runtime {rt_slug!r} is for {runtime.device_kind.value} devices, "
+                    f"not {device.kind.value} ({device.slug})",
+                )
+                runtime = None
+    elif device is not None:
+        default = catalog.default_runtimes.get(device.kind)
+        if default is None or default not in catalog.runtimes:
+            errs.add(
+                rt_path,
+                f"no default runtime profile for {device.kind.value} devices; name one",
+            )
+        else:
+            runtime = catalog.runtimes[default]
+    if device is None or count is None or role is None or runtime is None:
+        return None, count or 0
+    return DevicePlacement(device=device, count=count, runtime=runtime, role=role), count
+
+
+def _check_roles(
+    errs: _Errors,
+    path: str,
+    policy: str,
+    roles: Sequence[RoleSpec],
+    entries: Sequence[tuple[int, DevicePlacement]],
+) -> None:
+    """Roles of the placements against the roles a registered policy declares."""
+    by_name = {r.name: r for r in roles}
+    for j, placement in entries:
+        role = by_name.get(placement.role)
+        if role is None:
+            known = ", ".join(repr(n) for n in by_name) or "none"
+            what = f"unknown role {placement.role!r}" if placement.role else "a role is required"
+            errs.add(f"{path}.devices[{j}].role", f"{what} for policy {policy!r} (known: {known})")
+        elif role.kinds and placement.device.kind.value not in role.kinds:
+            errs.add(
+                f"{path}.devices[{j}].device",
+                f"role {role.name!r} of policy {policy!r} takes {', '.join(role.kinds)} "
+                f"devices, not {placement.device.kind.value} ({placement.device.slug})",
+            )
+    present = {p.role for _, p in entries}
+    for role in roles:
+        if role.required and role.name not in present:
+            errs.add(f"{path}.devices", f"policy {policy!r} needs a device with role {role.name!r}")
+
+
+def _options(
+    errs: _Errors, path: str, policy: str | None, value: Any
+) -> tuple[dict[str, Any] | None, type[Policy] | None]:
+    """Options checked against the policy's declared ones (when it is registered)."""
+    opts_path = _key(path, "options")
+    obj = _mapping(errs, opts_path, value)
+    if obj is None:
+        return None, None
+    if len(obj) > MAX_OPTIONS:
+        errs.add(opts_path, f"must have at most {MAX_OPTIONS} options")
+        return None, None
+    if policy is None:
+        return dict(obj), None
+    try:
+        cls = get_policy(policy)
+    except UnknownPolicyError:
+        # Not implemented yet: the run fails later with UnknownPolicyError's message.
+        return dict(obj), None
+    declared = {o.name: o for o in cls.options}
+    before = len(errs.by_path)
+    for key, val in obj.items():
+        opt = declared.get(key)
+        if opt is None:
+            errs.add(
+                _key(opts_path, str(key)),
+                f"unknown option for policy {policy!r} (known: {', '.join(declared) or 'none'})",
+            )
+            continue
+        try:
+            opt.validate(val, _key(opts_path, key))
+        except SpecError as exc:
+            errs.add(exc.field, exc.message)
+    if len(errs.by_path) != before:
+        return None, cls
+    try:
+        return cls.resolve_options(obj, opts_path), cls
+    except SpecError as exc:
+        errs.add(exc.field, exc.message)
+        return None, cls
+
+
+def _system(
+    errs: _Errors, i: int, value: Any, catalog: Catalog, names: set[str]
+) -> SystemSpec | None:
+    path = f"systems[{i}]"
+    obj = _mapping(errs, path, value)
+    if obj is None:
+        return None
+    _unknown_keys(errs, path, obj, _SYSTEM_KEYS)
+    name = _str(errs, _key(path, "name"), obj.get("name"))
+    if name is not None:
+        if name in names:
+            errs.add(_key(path, "name"), f"duplicate system name {name!r}")
+        names.add(name)
+    _str(errs, _key(path, "description"), obj.get("description"), required=False, max_len=2000)
+    policy = _str(errs, _key(path, "policy"), obj.get("policy"), max_len=64)
+    entries = _list(
+        errs,
+        _key(path, "devices"),
+        obj.get("devices"),
+        minimum=1,
+        maximum=MAX_PLACEMENTS_PER_SYSTEM,
+    )
+    placements: list[tuple[int, DevicePlacement]] = []
+    ok = entries is not None
+    total = 0
+    for j, entry in enumerate(entries or ()):
+        placement, count = _placement(errs, f"{path}.devices[{j}]", entry, catalog)
+        total += count
+        if placement is None:
+            ok = False
+        else:
+            placements.append((j, placement))
+    if total > MAX_DEVICES_PER_SYSTEM:
+        errs.add(
+            _key(path, "devices"),
+            f"has {total} devices in total; at most {MAX_DEVICES_PER_SYSTEM} are allowed",
+        )
+        ok = False
+    options, cls = _options(errs, path, policy, obj.get("options", {}))
+    if cls is not None and cls.roles and ok:
+        before = len(errs.by_path)
+        _check_roles(errs, path, policy, cls.roles, placements)
+        ok = len(errs.by_path) == before
+    if not ok or name is None or policy is None or options is None:
+        return None
+    return SystemSpec(
+        name=name,
+        policy=policy,
+        devices=tuple(p for _, p in placements),
+        options=options,
+    )
+
+
+def _slo(errs: _Errors, value: Any) -> SloSpec | None:
+    if value is None:
+        return SloSpec()
+    obj = _mapping(errs, "slo", value)
+    if obj is None:
+        return None
+    _unknown_keys(errs, "slo", obj, _SLO_KEYS)
+    targets: dict[str, float] = {}
+    ok = True
+    for key in _SLO_KEYS:
+        if obj.get(key) is not None:
+            v = _positive(errs, f"slo.{key}", obj[key], maximum=MAX_SLO)
+            if v is None:
+                ok = False
+            else:
+                targets[key] = v
+    return SloSpec(**targets) if ok else None
+
+
+# --- entry points ----------------------------------------------------------------------------
+
+
+def parse_scenario(
+    doc: Mapping[str, Any],
+    catalog: Catalog,
+    *,
+    traces: Mapping[str, TraceData] | None = None,
+    trace_dir: str | Path | None = None,
+    trace_loader: TraceLoader | None = None,
+) -> ScenarioSpec:
+    """Validate ``doc`` against ``catalog`` and return the resolved scenario.
+
+    ``traces`` maps the trace names a document may use to their data. With ``trace_dir``
+    (the CLI passes the scenario file's folder), a name that is not in ``traces`` is read as
+    an Azure-format CSV path relative to it; without it (the web), paths are refused, so a
+    document can never make the server read its files. Raises ScenarioValidationError with
+    every problem found, keyed by JSON path.
+    """
+    errs = _Errors()
+    if not isinstance(doc, Mapping):
+        errs.add(ROOT, f"must be a JSON object, got {_type_name(doc)}")
+        raise ScenarioValidationError(errs.by_path)
+    _unknown_keys(errs, "", doc, _TOP_KEYS)
+    name = _str(errs, "name", doc.get("name"))
+    _str(errs, "description", doc.get("description"), required=False, max_len=2000)
+    model: ModelSpec | None = None
+    model_slug = _str(errs, "model", doc.get("model"))
+    if model_slug is not None:
+        model = catalog.models.get(model_slug)
+        if model is None:
+            errs.add("model", f"unknown model {model_slug!r}")
+    workload = _workload(
+        errs,
+        doc.get("workload"),
+        traces or {},
+        Path(trace_dir) if trace_dir is not None else None,
+        trace_loader,
+    )
+    systems: list[SystemSpec | None] = []
+    raw_systems = _list(errs, "systems", doc.get("systems"), minimum=1, maximum=MAX_SYSTEMS)
+    names: set[str] = set()
+    for i, entry in enumerate(raw_systems or ()):
+        systems.append(_system(errs, i, entry, catalog, names))
+    slo = _slo(errs, doc.get("slo"))
+    if errs:
+        raise ScenarioValidationError(errs.by_path)
+    assert name is not None and model is not None and workload is not None and slo is not None
+    return ScenarioSpec(
+        name=name,
+        model=model,
+        workload=workload,
+        systems=tuple(s for s in systems if s is not None),
+        slo=slo,
+    )
+
+
+def parse_workload(
+    doc: Any,
+    *,
+    traces: Mapping[str, TraceData] | None = None,
+    trace_dir: str | Path | None = None,
+    trace_loader: TraceLoader | None = None,
+) -> WorkloadSpec:
+    """Validate a scenario's ``workload`` object alone (errors keyed ``workload.…``)."""
+    errs = _Errors()
+    spec = _workload(
+        errs, doc, traces or {}, Path(trace_dir) if trace_dir is not None else None, trace_loader
+    )
+    if errs or spec is None:
+        raise ScenarioValidationError(errs.by_path or {"workload": ["is invalid"]})
+    return spec
+
+
+def trace_names(doc: Any) -> set[str]:
+    """Trace names a scenario document refers to (so a caller loads just those); never raises."""
+    return workload_trace_names(doc.get("workload") if isinstance(doc, Mapping) else None)
+
+
+def workload_trace_names(workload: Any) -> set[str]:
+    """Trace names a ``workload`` object refers to; never raises."""
+    names: set[str] = set()
+    if not isinstance(workload, Mapping):
+        return names
+    for key in ("arrival", "input_tokens", "output_tokens"):
+        obj = workload.get(key)
+        if isinstance(obj, Mapping) and isinstance(obj.get("trace"), str):
+            names.add(obj["trace"])
+    return names
+
+
+def _dist_document(dist: LengthDist, trace: str | None) -> Any:
+    if dist.kind is LengthDistKind.FIXED:
+        return dist.value
+    if dist.kind is LengthDistKind.UNIFORM:
+        return {"dist": "uniform", "low": dist.low, "high": dist.high}
+    if dist.kind is LengthDistKind.LOGNORMAL:
+        out: dict[str, Any] = {"dist": "lognormal", "median": dist.median, "sigma": dist.sigma}
+        if dist.low is not None:
+            out["low"] = dist.low
+        if dist.high is not None:
+            out["high"] = dist.high
+        return out
+    return {"dist": "trace", "trace": trace} if trace else {"dist": "trace"}
+
+
+def scenario_to_document(spec: ScenarioSpec) -> dict[str, Any]:
+    """The scenario document of ``spec`` (parsing it again gives an equal spec).
+
+    Runtimes are always named explicitly and options carry their resolved defaults, so the
+    document pins down what was simulated even if catalog defaults change later.
+    """
+    wl = spec.workload
+    trace = wl.trace.name if wl.trace is not None else None
+    arrival: dict[str, Any] = {"kind": wl.arrival.kind.value}
+    if wl.arrival.kind is ArrivalKind.POISSON:
+        arrival["rate_per_s"] = wl.arrival.rate_per_s
+    elif wl.arrival.kind is ArrivalKind.TRACE:
+        arrival["trace"] = trace
+        arrival["time_scale"] = wl.arrival.time_scale
+    doc: dict[str, Any] = {
+        "name": spec.name,
+        "model": spec.model.slug,
+        "workload": {
+            "requests": wl.requests,
+            "input_tokens": _dist_document(wl.input_tokens, trace),
+            "output_tokens": _dist_document(wl.output_tokens, trace),
+            "arrival": arrival,
+            "seed": wl.seed,
+        },
+        "systems": [
+            {
+                "name": s.name,
+                "policy": s.policy,
+                "devices": [
+                    {
+                        "device": p.device.slug,
+                        "count": p.count,
+                        **({"role": p.role} if p.role else {}),
+                        "runtime": p.runtime.slug,
+                    }
+                    for p in s.devices
+                ],
+                "options": dict(s.options),
+            }
+            for s in spec.systems
+        ],
+    }
+    slo = {k: getattr(spec.slo, k) for k in _SLO_KEYS if getattr(spec.slo, k) is not None}
+    if slo:
+        doc["slo"] = slo
+    return doc
+
+
+__all__ = [
+    "MAX_DEVICES_PER_SYSTEM",
+    "MAX_OPTIONS",
+    "MAX_PLACEMENTS_PER_SYSTEM",
+    "MAX_RATE_PER_S",
+    "MAX_REQUESTS",
+    "MAX_SEED",
+    "MAX_SYSTEMS",
+    "MAX_TIME_SCALE",
+    "MAX_TOKENS",
+    "MAX_TRACE_ROWS",
+    "ROOT",
+    "parse_scenario",
+    "parse_workload",
+    "scenario_to_document",
+    "trace_names",
+    "workload_trace_names",
+]

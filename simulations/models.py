@@ -1,0 +1,888 @@
+"""Database models: the hardware/software/model catalog, workloads, scenarios and runs.
+
+Catalog rows hold datasheet facts (devices, memory tiers), fitted software behaviour
+(runtime profiles) and model shapes, each number with its unit in ``help_text`` and its
+origin in ``sources`` (field name → datasheet or paper table). Rows become core specs only in
+:mod:`simulations.adapters`; writes go through :mod:`simulations.services`.
+
+Database CheckConstraints back the core's positive/finite rules. PostgreSQL accepts NaN and
+Infinity in ``CHECK (x > 0)``, so every bound also has an upper limit (``x <= 1e15``), which
+NaN and Infinity fail on PostgreSQL (NaN sorts above every number there) and SQLite alike.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Mod
+from django.db.models.lookups import Exact
+
+from simulations.choices import (
+    ArrivalKind,
+    DeviceKind,
+    FfnKind,
+    LinkKind,
+    MemoryKind,
+    RunEventKind,
+    RunStatus,
+)
+from simulations.core import scenario as scenario_rules
+from simulations.core.spec import MAX_QUANTITY
+
+#: Largest model dimension (layers, hidden size, vocabulary, ...) the core accepts.
+MAX_MODEL_DIM = 10**7
+#: Precisions (bits) a runtime profile may use for weights, activations and KV cache.
+PRECISION_BITS = (2, 3, 4, 8, 16, 32)
+
+slug_validator = RegexValidator(
+    re.compile(r"^[a-z0-9][a-z0-9._-]*\Z"),
+    "Use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit.",
+)
+
+
+def validate_finite(value: float) -> None:
+    """Reject NaN and ±Infinity."""
+    if value is not None and not math.isfinite(value):
+        raise ValidationError("Must be a finite number (NaN and Infinity are rejected).")
+
+
+def validate_strictly_positive(value: float) -> None:
+    """Reject zero and negative values."""
+    if value is not None and value <= 0:
+        raise ValidationError("Must be greater than zero.")
+
+
+def positive_float(
+    help_text: str, *, null: bool = True, allow_zero: bool = False, **kwargs: Any
+) -> models.FloatField:
+    """A float field for a physical quantity: finite, positive (or ≥ 0), at most 1e15."""
+    validators = [validate_finite, MaxValueValidator(MAX_QUANTITY), *kwargs.pop("validators", ())]
+    validators.append(MinValueValidator(0.0) if allow_zero else validate_strictly_positive)
+    return models.FloatField(
+        null=null, blank=null, validators=validators, help_text=help_text, **kwargs
+    )
+
+
+def positive_int(
+    help_text: str, *, null: bool = True, maximum: int = MAX_MODEL_DIM, **kwargs: Any
+) -> models.PositiveIntegerField:
+    """An integer field in [1, maximum]."""
+    return models.PositiveIntegerField(
+        null=null,
+        blank=null,
+        validators=[MinValueValidator(1), MaxValueValidator(maximum)],
+        help_text=help_text,
+        **kwargs,
+    )
+
+
+def bounded(
+    field: str,
+    *,
+    nullable: bool = True,
+    allow_zero: bool = False,
+    maximum: float = MAX_QUANTITY,
+    minimum: float | None = None,
+) -> models.CheckConstraint:
+    """CHECK that ``field`` lies in (0, maximum] (or [0, maximum]); NULL passes if nullable.
+
+    The upper bound is what keeps NaN and Infinity out on PostgreSQL.
+    """
+    if minimum is not None:
+        rule = Q(**{f"{field}__gte": minimum, f"{field}__lte": maximum})
+    elif allow_zero:
+        rule = Q(**{f"{field}__gte": 0, f"{field}__lte": maximum})
+    else:
+        rule = Q(**{f"{field}__gt": 0, f"{field}__lte": maximum})
+    if nullable:
+        rule = Q(**{f"{field}__isnull": True}) | rule
+    return models.CheckConstraint(condition=rule, name=f"%(app_label)s_%(class)s_{field}_range")
+
+
+class CatalogItem(models.Model):
+    """Common fields of catalog rows: a slug scenarios refer to, a name, sources and notes."""
+
+    slug = models.CharField(
+        max_length=64,
+        validators=[slug_validator],
+        help_text="Identifier scenarios use (e.g. a100-80gb, llama2-7b).",
+    )
+    name = models.CharField(max_length=200, help_text="Display name.")
+    sources = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Where each number comes from: field name → source text "
+        "(datasheet, paper table or section).",
+    )
+    notes = models.TextField(blank=True, help_text="Free-text remarks (assumptions, caveats).")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When the row was created.")
+    updated_at = models.DateTimeField(auto_now=True, help_text="When the row last changed.")
+
+    class Meta:
+        abstract = True
+        ordering = ("slug",)
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+    def clean(self) -> None:
+        """Sources must map field names to non-empty text."""
+        super().clean()
+        if not isinstance(self.sources, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in self.sources.items()
+        ):
+            raise ValidationError({"sources": "Must map field names to non-empty source texts."})
+
+
+# --- hardware ------------------------------------------------------------------------------
+
+_LINK_FIELDS = ("bw_gbps", "latency_us", "pcie_gen", "lanes")
+
+
+def _link_constraints(prefix: str) -> list[models.CheckConstraint]:
+    """A link is either absent (kind empty, every field NULL) or has a kind and a bandwidth."""
+    absent = Q(**{f"{prefix}_kind": ""}) & Q(
+        **{f"{prefix}_{f}__isnull": True for f in _LINK_FIELDS}
+    )
+    present = ~Q(**{f"{prefix}_kind": ""}) & Q(**{f"{prefix}_bw_gbps__isnull": False})
+    return [
+        models.CheckConstraint(
+            condition=absent | present, name=f"%(app_label)s_%(class)s_{prefix}_complete"
+        ),
+        bounded(f"{prefix}_bw_gbps"),
+        bounded(f"{prefix}_latency_us", allow_zero=True),
+        bounded(f"{prefix}_pcie_gen", minimum=1, maximum=10),
+        bounded(f"{prefix}_lanes", minimum=1, maximum=256),
+    ]
+
+
+class Device(CatalogItem):
+    """One device's datasheet facts (no software behaviour): compute, memory, links, power.
+
+    Peak compute is dense (no sparsity). Memory tiers are :class:`MemoryTier` rows, the
+    first (``order`` 0) being the device's local memory. A host link and a peer link are
+    stored as ``host_link_*`` and ``peer_link_*`` columns (absent when the kind is empty).
+    Kind-specific columns (``fpga_*``, ``npu_*``, ``cpu_*``) are empty where they do not
+    apply. ``parent`` is the SoC a component (a phone SoC's GPU, NPU or CPU) belongs to.
+    Mirrors :class:`simulations.core.spec.DeviceSpec`.
+    """
+
+    kind = models.CharField(max_length=16, choices=DeviceKind.choices, help_text="Device kind.")
+    vendor = models.CharField(max_length=100, help_text="Manufacturer (e.g. NVIDIA, AMD Xilinx).")
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="components",
+        help_text="The SoC this component belongs to (empty for stand-alone devices).",
+    )
+    # Peak dense compute per precision.
+    fp16_tflops = positive_float("Peak dense FP16 tensor compute, TFLOP/s.")
+    bf16_tflops = positive_float("Peak dense BF16 tensor compute, TFLOP/s.")
+    fp32_tflops = positive_float("Peak dense FP32 compute, TFLOP/s.")
+    int8_tops = positive_float("Peak dense INT8 compute, TOP/s.")
+    int4_tops = positive_float("Peak dense INT4 compute, TOP/s.")
+    # Power and price.
+    tdp_w = positive_float("Thermal design power (board/TDP limit), W.", null=False)
+    idle_w = positive_float("Power drawn while idle, W.", null=False, allow_zero=True)
+    typical_w = positive_float("Typical power under load, W.")
+    price_usd = positive_float("List price, US dollars.")
+    # Host link (to the host CPU / system).
+    host_link_kind = models.CharField(
+        max_length=16,
+        choices=LinkKind.choices,
+        blank=True,
+        help_text="Kind of link to the host (empty: none).",
+    )
+    host_link_bw_gbps = positive_float("Host link bandwidth per direction, GB/s.")
+    host_link_latency_us = positive_float("Host link latency per transfer, µs.", allow_zero=True)
+    host_link_pcie_gen = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(10)],
+        help_text="PCIe generation of the host link (1–10; empty if not PCIe).",
+    )
+    host_link_lanes = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(256)],
+        help_text="Lanes of the host link (count).",
+    )
+    # Peer link (device to device: NVLink, C2C, PCIe peer-to-peer).
+    peer_link_kind = models.CharField(
+        max_length=16,
+        choices=LinkKind.choices,
+        blank=True,
+        help_text="Kind of device-to-device link (empty: none).",
+    )
+    peer_link_bw_gbps = positive_float("Peer link bandwidth per direction, GB/s.")
+    peer_link_latency_us = positive_float("Peer link latency per transfer, µs.", allow_zero=True)
+    peer_link_pcie_gen = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(10)],
+        help_text="PCIe generation of the peer link (1–10; empty if not PCIe).",
+    )
+    peer_link_lanes = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(256)],
+        help_text="Lanes of the peer link (count).",
+    )
+    # FPGA (instruction-driven accelerator such as FlightLLM).
+    fpga_clock_mhz = positive_float("FPGA kernel clock, MHz.")
+    fpga_hbm_channels = positive_int("HBM pseudo-channels the FPGA design uses (count).")
+    fpga_issue_cycles = positive_float("Instruction-issue overhead per instruction, cycles.")
+    # NPU (weight-stationary systolic array).
+    npu_array_rows = positive_int("Systolic array rows (processing elements).")
+    npu_array_cols = positive_int("Systolic array columns (processing elements).")
+    npu_static_shapes = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Sequence lengths (tokens) the NPU's static graphs are compiled for.",
+    )
+    # CPU.
+    cpu_cores = positive_int("Physical cores (count).")
+    cpu_simd_width_bits = positive_int("SIMD register width, bits (e.g. 512 for AVX-512).")
+    cpu_clock_ghz = positive_float("Base clock, GHz.")
+
+    class Meta(CatalogItem.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["slug"], name="%(app_label)s_%(class)s_unique_slug"),
+            models.CheckConstraint(
+                condition=Q(kind__in=DeviceKind.values), name="%(app_label)s_%(class)s_kind_valid"
+            ),
+            *(
+                bounded(f)
+                for f in (
+                    "fp16_tflops",
+                    "bf16_tflops",
+                    "fp32_tflops",
+                    "int8_tops",
+                    "int4_tops",
+                    "typical_w",
+                    "price_usd",
+                    "fpga_clock_mhz",
+                    "fpga_issue_cycles",
+                    "cpu_clock_ghz",
+                )
+            ),
+            *(
+                bounded(f, maximum=MAX_MODEL_DIM)
+                for f in (
+                    "fpga_hbm_channels",
+                    "npu_array_rows",
+                    "npu_array_cols",
+                    "cpu_cores",
+                    "cpu_simd_width_bits",
+                )
+            ),
+            bounded("tdp_w", nullable=False),
+            bounded("idle_w", nullable=False, allow_zero=True),
+            models.CheckConstraint(
+                condition=Q(idle_w__lte=F("tdp_w")), name="%(app_label)s_%(class)s_idle_le_tdp"
+            ),
+            *_link_constraints("host_link"),
+            *_link_constraints("peer_link"),
+            models.CheckConstraint(
+                condition=Q(parent__isnull=True) | ~Q(parent=F("id")),
+                name="%(app_label)s_%(class)s_not_own_parent",
+            ),
+        ]
+
+    def clean(self) -> None:
+        """Cross-field rules of DeviceSpec, reported per field."""
+        super().clean()
+        errors: dict[str, str] = {}
+        if self.tdp_w is not None and self.idle_w is not None and self.idle_w > self.tdp_w:
+            errors["idle_w"] = "Must not exceed the TDP."
+        for prefix in ("host_link", "peer_link"):
+            kind = getattr(self, f"{prefix}_kind")
+            values = {f: getattr(self, f"{prefix}_{f}") for f in _LINK_FIELDS}
+            if kind and values["bw_gbps"] is None:
+                errors[f"{prefix}_bw_gbps"] = "A link needs its bandwidth."
+            if not kind and any(v is not None for v in values.values()):
+                errors[f"{prefix}_kind"] = "Set the link kind, or clear the link's fields."
+        if self.parent_id is not None:
+            if self.pk is not None and self.parent_id == self.pk:
+                errors["parent"] = "A device cannot be its own parent."
+            elif self.parent is not None and self.parent.kind != DeviceKind.SOC:
+                errors["parent"] = "The parent must be a SoC."
+        shapes = self.npu_static_shapes
+        if not isinstance(shapes, list) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= MAX_MODEL_DIM
+            for s in shapes
+        ):
+            errors["npu_static_shapes"] = "Must be a list of positive integers (tokens)."
+        if errors:
+            raise ValidationError(errors)
+
+
+class MemoryTier(models.Model):
+    """One memory tier of a device: technology, capacity and peak bandwidth.
+
+    ``order`` 0 is the device's local (primary) memory, where weights and KV cache live by
+    default; further tiers (e.g. H2M2's LPDDR beside its HBM) follow. Sources of these
+    numbers are kept in the device's ``sources`` (keys ``memory[i].capacity_gb`` etc.).
+    Mirrors :class:`simulations.core.spec.MemoryTier`.
+    """
+
+    device = models.ForeignKey(
+        Device,
+        on_delete=models.CASCADE,
+        related_name="memory_tiers",
+        help_text="The device this memory belongs to.",
+    )
+    order = models.PositiveSmallIntegerField(
+        default=0, help_text="Position among the device's tiers (0 = local memory)."
+    )
+    kind = models.CharField(
+        max_length=16, choices=MemoryKind.choices, help_text="Memory technology."
+    )
+    capacity_gb = positive_float("Capacity, GB (10^9 bytes).", null=False)
+    bw_gbps = positive_float("Peak bandwidth, GB/s.", null=False)
+
+    class Meta:
+        ordering = ("device", "order")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["device", "order"], name="%(app_label)s_%(class)s_unique_order"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=MemoryKind.values), name="%(app_label)s_%(class)s_kind_valid"
+            ),
+            bounded("capacity_gb", nullable=False),
+            bounded("bw_gbps", nullable=False),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.capacity_gb:g} GB @ {self.bw_gbps:g} GB/s"
+
+
+# --- software stacks -----------------------------------------------------------------------
+
+
+class RuntimeProfile(CatalogItem):
+    """Behaviour of one software stack on one kind of device (e.g. eager FP16 on GPUs).
+
+    Achieved fractions of peak compute and bandwidth, launch overheads and precisions are
+    fitted across every device the profile is calibrated on at once; ``params`` carries extra
+    fitted parameters a device model documents. ``default_for_kind`` marks the profile a
+    device uses when a scenario names none (at most one per kind). Mirrors
+    :class:`simulations.core.spec.RuntimeProfile`.
+    """
+
+    device_kind = models.CharField(
+        max_length=16, choices=DeviceKind.choices, help_text="Kind of device this stack runs on."
+    )
+    weight_bits = models.PositiveSmallIntegerField(
+        choices=[(b, f"{b}-bit") for b in PRECISION_BITS], help_text="Weight precision, bits."
+    )
+    act_bits = models.PositiveSmallIntegerField(
+        choices=[(b, f"{b}-bit") for b in PRECISION_BITS], help_text="Activation precision, bits."
+    )
+    kv_bits = models.PositiveSmallIntegerField(
+        choices=[(b, f"{b}-bit") for b in PRECISION_BITS], help_text="KV-cache precision, bits."
+    )
+    compute_eff = models.FloatField(
+        validators=[validate_finite, validate_strictly_positive, MaxValueValidator(1.0)],
+        help_text="Achieved fraction of peak compute, in (0, 1] (dimensionless).",
+    )
+    bw_eff = models.FloatField(
+        validators=[validate_finite, validate_strictly_positive, MaxValueValidator(1.0)],
+        help_text="Achieved fraction of peak memory bandwidth, in (0, 1] (dimensionless).",
+    )
+    kernel_launch_us = positive_float(
+        "Launch overhead per kernel, µs.", null=False, allow_zero=True, default=0.0
+    )
+    kernels_per_layer = models.PositiveIntegerField(
+        default=0,
+        validators=[MaxValueValidator(10**6)],
+        help_text="Kernels launched per transformer layer and step (count).",
+    )
+    params = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Extra fitted parameters a device model reads: name → number "
+        "(units documented by the device model).",
+    )
+    default_for_kind = models.BooleanField(
+        default=False, help_text="Use this profile for devices of its kind when none is named."
+    )
+
+    class Meta(CatalogItem.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["slug"], name="%(app_label)s_%(class)s_unique_slug"),
+            models.UniqueConstraint(
+                fields=["device_kind"],
+                condition=Q(default_for_kind=True),
+                name="%(app_label)s_%(class)s_one_default_per_kind",
+            ),
+            models.CheckConstraint(
+                condition=Q(device_kind__in=DeviceKind.values),
+                name="%(app_label)s_%(class)s_kind_valid",
+            ),
+            *(
+                models.CheckConstraint(
+                    condition=Q(**{f"{f}__in": PRECISION_BITS}),
+                    name=f"%(app_label)s_%(class)s_{f}_valid",
+                )
+                for f in ("weight_bits", "act_bits", "kv_bits")
+            ),
+            bounded("compute_eff", nullable=False, maximum=1.0),
+            bounded("bw_eff", nullable=False, maximum=1.0),
+            bounded("kernel_launch_us", nullable=False, allow_zero=True),
+            bounded("kernels_per_layer", nullable=False, allow_zero=True, maximum=10**6),
+        ]
+
+    def clean(self) -> None:
+        """``params`` must map names to finite numbers."""
+        super().clean()
+        params = self.params
+        if not isinstance(params, dict) or not all(
+            isinstance(k, str)
+            and isinstance(v, int | float)
+            and not isinstance(v, bool)
+            and math.isfinite(v)
+            for k, v in params.items()
+        ):
+            raise ValidationError({"params": "Must map parameter names to finite numbers."})
+
+
+# --- models --------------------------------------------------------------------------------
+
+
+class LLMModel(CatalogItem):
+    """Shapes of a decoder-only LLM (MHA when ``n_kv_heads == n_heads``, else GQA/MQA).
+
+    Importable from a Hugging Face ``config.json`` (``hf_config`` keeps the imported file).
+    Mirrors :class:`simulations.core.spec.ModelSpec`.
+    """
+
+    n_layers = positive_int("Transformer layers (count).", null=False)
+    hidden_size = positive_int("Hidden size (model width), elements.", null=False)
+    n_heads = positive_int("Attention (query) heads (count).", null=False)
+    n_kv_heads = positive_int("Key/value heads (count; equals n_heads for MHA).", null=False)
+    head_dim = positive_int("Dimension of one attention head, elements.", null=False)
+    ffn_size = positive_int("Feed-forward inner size, elements.", null=False)
+    ffn_kind = models.CharField(
+        max_length=16, choices=FfnKind.choices, help_text="Feed-forward block shape."
+    )
+    vocab_size = positive_int("Vocabulary size (tokens).", null=False)
+    tied_embeddings = models.BooleanField(
+        default=False, help_text="Input embedding and output head share one matrix."
+    )
+    max_context = positive_int("Longest supported context, tokens.", null=False, default=4096)
+    hf_config = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The Hugging Face config.json this model was imported from (if any).",
+    )
+
+    class Meta(CatalogItem.Meta):
+        verbose_name = "LLM model"
+        constraints = [
+            models.UniqueConstraint(fields=["slug"], name="%(app_label)s_%(class)s_unique_slug"),
+            models.CheckConstraint(
+                condition=Q(ffn_kind__in=FfnKind.values),
+                name="%(app_label)s_%(class)s_ffn_kind_valid",
+            ),
+            *(
+                bounded(f, nullable=False, minimum=1, maximum=MAX_MODEL_DIM)
+                for f in (
+                    "n_layers",
+                    "hidden_size",
+                    "n_heads",
+                    "n_kv_heads",
+                    "head_dim",
+                    "ffn_size",
+                    "vocab_size",
+                    "max_context",
+                )
+            ),
+            models.CheckConstraint(
+                condition=Exact(Mod(F("n_heads"), F("n_kv_heads")), 0),
+                name="%(app_label)s_%(class)s_kv_heads_divide_heads",
+            ),
+        ]
+
+    def clean(self) -> None:
+        """``n_kv_heads`` must divide ``n_heads``."""
+        super().clean()
+        if self.n_heads and self.n_kv_heads and self.n_heads % self.n_kv_heads:
+            raise ValidationError({"n_kv_heads": "Must divide the number of heads."})
+
+
+# --- workloads -----------------------------------------------------------------------------
+
+
+class Trace(models.Model):
+    """A request trace in the Azure LLM inference format, stored parsed.
+
+    Uploaded as CSV (``TIMESTAMP,ContextTokens,GeneratedTokens``); ``data`` holds the
+    columns ``arrival_s`` (seconds from the first row), ``input_tokens`` and
+    ``output_tokens``. Scenarios refer to a trace by its slug.
+    """
+
+    slug = models.CharField(
+        max_length=64,
+        validators=[slug_validator],
+        help_text="Identifier scenarios use (workload.arrival.trace).",
+    )
+    name = models.CharField(max_length=200, help_text="Display name.")
+    source = models.TextField(
+        blank=True, help_text="Where the trace comes from (dataset, commit, file)."
+    )
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="traces",
+        help_text="Who uploaded it.",
+    )
+    request_count = positive_int(
+        "Rows (requests) in the trace (count).",
+        null=False,
+        maximum=scenario_rules.MAX_TRACE_ROWS,
+    )
+    duration_s = positive_float(
+        "Time from the first to the last arrival, s.", null=False, allow_zero=True
+    )
+    data = models.JSONField(
+        help_text="Parsed columns: arrival_s (s), input_tokens, output_tokens (tokens)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was uploaded.")
+
+    class Meta:
+        ordering = ("slug",)
+        constraints = [
+            models.UniqueConstraint(fields=["slug"], name="%(app_label)s_%(class)s_unique_slug"),
+            bounded(
+                "request_count", nullable=False, minimum=1, maximum=scenario_rules.MAX_TRACE_ROWS
+            ),
+            bounded("duration_s", nullable=False, allow_zero=True),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+
+class Workload(models.Model):
+    """A reusable workload: request count, token-length distributions, arrivals and seed.
+
+    ``input_tokens`` / ``output_tokens`` use the scenario document's shape (an integer or a
+    distribution object, DESIGN.md §3); :meth:`to_document` gives the scenario's
+    ``workload`` object. Owned by a user, optionally shared read-only.
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="workloads",
+        help_text="Who owns it.",
+    )
+    name = models.CharField(max_length=200, help_text="Display name (unique per owner).")
+    shared = models.BooleanField(default=False, help_text="Other users may read (not edit) it.")
+    requests = models.PositiveIntegerField(
+        validators=[MinValueValidator(1), MaxValueValidator(scenario_rules.MAX_REQUESTS)],
+        help_text=f"Requests to simulate (count, 1–{scenario_rules.MAX_REQUESTS}).",
+    )
+    input_tokens = models.JSONField(
+        help_text="Prompt length, tokens: an integer or a distribution object "
+        '(e.g. {"dist": "uniform", "low": 128, "high": 2048}).'
+    )
+    output_tokens = models.JSONField(
+        help_text="Generated length, tokens: an integer or a distribution object."
+    )
+    arrival_kind = models.CharField(
+        max_length=16,
+        choices=ArrivalKind.choices,
+        default=ArrivalKind.CLOSED,
+        help_text="Arrival process.",
+    )
+    rate_per_s = positive_float(
+        "Poisson arrival rate, requests/s (Poisson arrivals only).",
+        validators=[MaxValueValidator(scenario_rules.MAX_RATE_PER_S)],
+    )
+    time_scale = positive_float(
+        "Stretch factor for trace timestamps (2.0 = twice as slow; dimensionless).",
+        null=False,
+        default=1.0,
+    )
+    trace = models.ForeignKey(
+        Trace,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="workloads",
+        help_text="Trace supplying arrivals and/or token lengths.",
+    )
+    seed = models.BigIntegerField(
+        default=0,
+        validators=[MinValueValidator(0), MaxValueValidator(scenario_rules.MAX_SEED)],
+        help_text="Random seed for drawing requests (integer ≥ 0).",
+    )
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was created.")
+    updated_at = models.DateTimeField(auto_now=True, help_text="When it last changed.")
+
+    class Meta:
+        ordering = ("owner", "name")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "name"], name="%(app_label)s_%(class)s_unique_name_per_owner"
+            ),
+            models.CheckConstraint(
+                condition=Q(arrival_kind__in=ArrivalKind.values),
+                name="%(app_label)s_%(class)s_arrival_valid",
+            ),
+            bounded("requests", nullable=False, minimum=1, maximum=scenario_rules.MAX_REQUESTS),
+            bounded("rate_per_s", maximum=scenario_rules.MAX_RATE_PER_S),
+            bounded("time_scale", nullable=False, maximum=scenario_rules.MAX_TIME_SCALE),
+            bounded("seed", nullable=False, minimum=0, maximum=scenario_rules.MAX_SEED),
+            models.CheckConstraint(
+                condition=~Q(arrival_kind=ArrivalKind.POISSON) | Q(rate_per_s__isnull=False),
+                name="%(app_label)s_%(class)s_poisson_has_rate",
+            ),
+            models.CheckConstraint(
+                condition=~Q(arrival_kind=ArrivalKind.TRACE) | Q(trace__isnull=False),
+                name="%(app_label)s_%(class)s_trace_arrival_has_trace",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_document(self) -> dict[str, Any]:
+        """The scenario document's ``workload`` object for this row."""
+        arrival: dict[str, Any] = {"kind": self.arrival_kind}
+        if self.arrival_kind == ArrivalKind.POISSON:
+            arrival["rate_per_s"] = self.rate_per_s
+        elif self.arrival_kind == ArrivalKind.TRACE:
+            arrival["trace"] = self.trace.slug if self.trace else None
+            arrival["time_scale"] = self.time_scale
+        input_tokens, output_tokens = copy.deepcopy((self.input_tokens, self.output_tokens))
+        if self.trace is not None:
+            for dist in (input_tokens, output_tokens):
+                if isinstance(dist, dict) and dist.get("dist") == "trace":
+                    dist.setdefault("trace", self.trace.slug)
+        return {
+            "requests": self.requests,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "arrival": arrival,
+            "seed": self.seed,
+        }
+
+
+# --- scenarios and runs --------------------------------------------------------------------
+
+
+class Scenario(models.Model):
+    """A validated scenario document (DESIGN.md §3) owned by a user.
+
+    ``document`` passed :func:`simulations.core.scenario.parse_scenario` against the catalog
+    when it was stored; runs re-validate it (the catalog may have changed since). ``shared``
+    lets every signed-in user read (never edit) it.
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="scenarios",
+        help_text="Who owns it.",
+    )
+    name = models.CharField(max_length=200, help_text="The document's name.")
+    document = models.JSONField(help_text="The scenario document (DESIGN.md §3).")
+    shared = models.BooleanField(default=False, help_text="Other users may read (not edit) it.")
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was created.")
+    updated_at = models.DateTimeField(auto_now=True, help_text="When it last changed.")
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(name=""), name="%(app_label)s_%(class)s_name_not_empty"
+            ),
+        ]
+        indexes = [models.Index(fields=["owner", "-created_at"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RunImmutableError(RuntimeError):
+    """Raised when code tries to ``save()`` an existing run instead of using the services."""
+
+
+class SimulationRun(models.Model):
+    """One execution of a scenario on a Celery worker, and its result document.
+
+    Lifecycle: queued → running → succeeded / failed / cancelled. Every transition is a
+    conditional UPDATE in :mod:`simulations.services` (``WHERE status = …``), so final
+    states are never left and a result is stored once: only the attempt that holds the
+    claim (``status = running AND attempts = n``) may store it. The CheckConstraints keep
+    each status consistent with its timestamps, result and error. ``document`` is the
+    scenario as it was when the run was submitted. ``attempts`` counts deliveries to a
+    worker (at most ``HETPLANNER_MAX_ATTEMPTS``).
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="simulation_runs",
+        help_text="Who submitted it.",
+    )
+    scenario = models.ForeignKey(
+        Scenario,
+        on_delete=models.RESTRICT,
+        related_name="runs",
+        help_text="The scenario it runs (its document is copied into the run).",
+    )
+    document = models.JSONField(help_text="The scenario document as submitted.")
+    status = models.CharField(
+        max_length=16,
+        choices=RunStatus.choices,
+        default=RunStatus.QUEUED,
+        help_text="Lifecycle state.",
+    )
+    progress = models.PositiveSmallIntegerField(
+        default=0,
+        validators=[MaxValueValidator(100)],
+        help_text="Progress of the current attempt, percent (0–100).",
+    )
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Times a worker claimed the run (count)."
+    )
+    error = models.TextField(blank=True, help_text="Why it failed (empty otherwise).")
+    result = models.JSONField(
+        null=True, blank=True, help_text="The result document (DESIGN.md §4) once succeeded."
+    )
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="Host and process id of the claiming worker."
+    )
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was submitted.")
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a task message was last sent for it."
+    )
+    started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a worker first claimed it."
+    )
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life from the claiming worker."
+    )
+    finished_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it reached a final state."
+    )
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        indexes = [
+            models.Index(fields=["owner", "-created_at"]),
+            models.Index(fields=["status", "heartbeat_at"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=RunStatus.values),
+                name="%(app_label)s_%(class)s_status_valid",
+            ),
+            bounded("progress", nullable=False, allow_zero=True, maximum=100),
+            models.CheckConstraint(
+                condition=(
+                    Q(
+                        status=RunStatus.QUEUED,
+                        finished_at__isnull=True,
+                        result__isnull=True,
+                    )
+                    | Q(
+                        status=RunStatus.RUNNING,
+                        started_at__isnull=False,
+                        heartbeat_at__isnull=False,
+                        finished_at__isnull=True,
+                        result__isnull=True,
+                        attempts__gte=1,
+                    )
+                    | Q(
+                        status=RunStatus.SUCCEEDED,
+                        finished_at__isnull=False,
+                        result__isnull=False,
+                        progress=100,
+                        attempts__gte=1,
+                    )
+                    | (
+                        Q(
+                            status=RunStatus.FAILED,
+                            finished_at__isnull=False,
+                            result__isnull=True,
+                        )
+                        & ~Q(error="")
+                    )
+                    | Q(
+                        status=RunStatus.CANCELLED,
+                        finished_at__isnull=False,
+                        result__isnull=True,
+                    )
+                ),
+                name="%(app_label)s_%(class)s_status_consistent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        """Whether the run reached a state it never leaves."""
+        return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Insert only: every later change is a conditional update in the services."""
+        if not self._state.adding:
+            raise RunImmutableError(
+                "SimulationRun rows change only through simulations.services (conditional "
+                "updates); do not save() an existing run."
+            )
+        super().save(*args, **kwargs)
+
+
+class RunEvent(models.Model):
+    """One lifecycle event of a run (created, claimed, requeued, stored, failed, cancelled).
+
+    Written in the same transaction as the conditional update it records, and only when
+    that update changed the row, so the log shows exactly what happened — e.g. a single
+    ``succeeded`` event per succeeded run even when a worker died mid-run.
+    """
+
+    run = models.ForeignKey(
+        SimulationRun,
+        on_delete=models.CASCADE,
+        related_name="events",
+        help_text="The run.",
+    )
+    kind = models.CharField(max_length=16, choices=RunEventKind.choices, help_text="What happened.")
+    attempt = models.PositiveSmallIntegerField(
+        default=0, help_text="The run's attempt number at the time (count)."
+    )
+    message = models.TextField(blank=True, help_text="Details (worker, error message).")
+    at = models.DateTimeField(auto_now_add=True, help_text="When it happened.")
+
+    class Meta:
+        ordering = ("run", "id")
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind__in=RunEventKind.values),
+                name="%(app_label)s_%(class)s_kind_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} (attempt {self.attempt})"

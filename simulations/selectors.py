@@ -1,0 +1,96 @@
+"""Reads for the simulations app: querysets the pages, the API and the admin build on.
+
+Visibility rules live here: a user sees their own scenarios, workloads and runs plus the
+scenarios and workloads others shared (read-only); never another user's private rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Prefetch, Q, QuerySet
+
+from simulations.models import (
+    Device,
+    LLMModel,
+    MemoryTier,
+    RunEvent,
+    RuntimeProfile,
+    Scenario,
+    SimulationRun,
+    Trace,
+    Workload,
+)
+
+
+def device_list() -> QuerySet[Device]:
+    """Every device with its memory tiers (ordered) and parent, by kind then slug."""
+    return (
+        Device.objects.select_related("parent")
+        .prefetch_related(Prefetch("memory_tiers", queryset=MemoryTier.objects.order_by("order")))
+        .order_by("kind", "slug")
+    )
+
+
+def runtime_list() -> QuerySet[RuntimeProfile]:
+    """Every runtime profile, by device kind then slug."""
+    return RuntimeProfile.objects.order_by("device_kind", "slug")
+
+
+def model_list() -> QuerySet[LLMModel]:
+    """Every LLM model, by slug."""
+    return LLMModel.objects.order_by("slug")
+
+
+def trace_list() -> QuerySet[Trace]:
+    """Every trace without its (large) parsed data."""
+    return Trace.objects.defer("data").order_by("slug")
+
+
+def catalog_overview() -> dict[str, Any]:
+    """Devices, runtime profiles and models for the catalog page."""
+    return {
+        "devices": list(device_list()),
+        "runtimes": list(runtime_list()),
+        "models": list(model_list()),
+    }
+
+
+def _visible(user: Any) -> Q:
+    return Q(owner=user) | Q(shared=True)
+
+
+def scenarios_visible_to(user: Any) -> QuerySet[Scenario]:
+    """Scenarios ``user`` may read: their own and shared ones."""
+    if not user.is_authenticated:
+        return Scenario.objects.none()
+    return Scenario.objects.filter(_visible(user)).select_related("owner")
+
+
+def scenario_get_for(user: Any, pk: int) -> Scenario:
+    """A scenario ``user`` may read (Scenario.DoesNotExist otherwise — no hint it exists)."""
+    return scenarios_visible_to(user).get(pk=pk)
+
+
+def workloads_visible_to(user: Any) -> QuerySet[Workload]:
+    """Workloads ``user`` may read: their own and shared ones."""
+    if not user.is_authenticated:
+        return Workload.objects.none()
+    return Workload.objects.filter(_visible(user)).select_related("owner", "trace")
+
+
+def runs_visible_to(user: Any) -> QuerySet[SimulationRun]:
+    """Runs ``user`` submitted (runs are never shared)."""
+    if not user.is_authenticated:
+        return SimulationRun.objects.none()
+    return SimulationRun.objects.filter(owner=user).select_related("scenario")
+
+
+def run_get_for(user: Any, pk: int) -> SimulationRun:
+    """A run ``user`` submitted (SimulationRun.DoesNotExist otherwise)."""
+    return runs_visible_to(user).get(pk=pk)
+
+
+def run_events(run: SimulationRun) -> QuerySet[RunEvent]:
+    """The run's lifecycle events, oldest first."""
+    return RunEvent.objects.filter(run=run).order_by("id")
