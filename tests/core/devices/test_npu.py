@@ -1,0 +1,204 @@
+"""The weight-stationary NPU model (simulations.core.devices.npu), HeteroLLM §3.2."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulations.core.catalog import builtin_catalog
+from simulations.core.devices import build_device_model
+from simulations.core.devices.npu import NpuModel
+from simulations.core.errors import CapacityError, SpecError
+from simulations.core.graph import Precision, decode_graph
+from simulations.core.spec import DeviceSpec, MemoryKind, MemoryTier, ModelSpec, RuntimeProfile
+
+CAT = builtin_catalog()
+NPU: DeviceSpec = CAT.device("hexagon-npu")
+QNN: RuntimeProfile = CAT.runtime("w4a16-qnn-hexagon")
+LLAMA8: ModelSpec = CAT.model("llama3.1-8b")
+INTERNLM: ModelSpec = CAT.model("internlm-1.8b")
+
+
+def npu(**params: float) -> NpuModel:
+    """The catalog NPU, optionally with some runtime params replaced."""
+    rt = replace(QNN, params={**QNN.params, **params}) if params else QNN
+    return NpuModel(NPU, rt)
+
+
+def test_catalog_pair_builds_the_npu_model() -> None:
+    assert isinstance(build_device_model(NPU, QNN), NpuModel)
+
+
+def test_weight_first_order_is_about_six_times_faster() -> None:
+    """HeteroLLM Fig. 5: [14336,4096]×[4096,K] ≈ 6× faster than [K,4096]×[4096,14336]."""
+    m = npu()
+    ratio = m.matmul(1024, 4096, 14336) / m.matmul(14336, 4096, 1024)
+    assert ratio == pytest.approx(6.0, rel=0.25)
+
+
+def test_order_sensitivity_comes_from_stationary_tile_reloads() -> None:
+    no_stall = npu(reload_us=0.0)
+    ratio = no_stall.matmul(1024, 4096, 14336) / no_stall.matmul(14336, 4096, 1024)
+    assert ratio == pytest.approx(1.0, rel=0.01)
+    fast, slow = npu().matmul_cost(14336, 4096, 1024), npu().matmul_cost(1024, 4096, 14336)
+    assert slow.tiles == fast.tiles * 14336 // 1024
+    assert slow.flops == fast.flops
+
+
+def test_order_penalty_grows_as_the_streamed_operand_shrinks() -> None:
+    m = npu()
+    ratios = [m.matmul(k, 4096, 14336) / m.matmul(14336, 4096, k) for k in (256, 512, 1024)]
+    assert ratios[0] > ratios[1] > ratios[2] > 1.0
+
+
+def test_stage_performance_is_flat_within_a_tile_and_steps_at_its_edge() -> None:
+    m = npu()
+    inside = {m.matmul(14336, 4096, n) for n in range(993, 1025)}  # compute-bound
+    assert len(inside) == 1
+    assert m.matmul(14336, 4096, 1025) > m.matmul(14336, 4096, 1024)
+    small = {m.matmul_cost(4096, 4096, n).compute_s for n in range(1, 33)}
+    assert len(small) == 1  # below one tile the work costs a full tile
+    assert m.matmul(14336, 4065, 1024) == m.matmul(14336, 4096, 1024)
+
+
+def test_streamed_rows_are_padded_to_the_stacks_row_block() -> None:
+    m = npu()
+    assert m.matmul_cost(1, 4096, 1024).padded == (256, 4096, 1024)
+    assert m.matmul_cost(1, 4096, 1024).compute_s == m.matmul_cost(256, 4096, 1024).compute_s
+    assert m.matmul_cost(1, 4096, 1024).utilisation == pytest.approx(1 / 256)
+
+
+def test_ffn_down_shape_is_slower_than_ffn_up_at_equal_flops() -> None:
+    """HeteroLLM §3.2/§4.1.1: a wider reduction (larger stationary operand) is slower."""
+    m = npu()
+    up, down = m.linear_cost(1024, 4096, 14336), m.linear_cost(1024, 14336, 4096)
+    assert up.flops == down.flops
+    assert down.seconds > 1.2 * up.seconds
+
+
+def test_permuting_the_linear_layer_helps_when_weights_dominate() -> None:
+    m = npu()
+    assert m.linear(256, 4096, 14336) < m.linear(256, 4096, 14336, permuted=False)
+
+
+def test_padding_plan_uses_the_prepared_shapes() -> None:
+    m = npu()
+    assert m.static_shapes == (32, 64, 128, 256, 512, 1024)
+    assert m.pad_plan(300) == (512,)
+    assert m.pad_plan(1024) == (1024,)
+    assert m.pad_plan(1500) == (1024, 512)
+    assert m.static_shape_at_least(2000) is None
+
+
+def test_cut_plan_takes_prepared_shapes_and_leaves_a_margin() -> None:
+    m = npu()
+    assert m.cut_plan(600) == ((512, 64), 24)
+    assert m.cut_plan(525) == ((512,), 13)
+    assert m.cut_plan(20) == ((), 20)
+
+
+def test_prefill_latency_steps_with_padding() -> None:
+    m = npu()
+    assert m.prefill(LLAMA8, [300]).seconds == m.prefill(LLAMA8, [512]).seconds
+    assert m.prefill(LLAMA8, [513]).seconds > m.prefill(LLAMA8, [512]).seconds
+
+
+def test_graph_preparation_cost_grows_with_tensor_size() -> None:
+    m = npu()
+    costs = [m.graph_prepare_s(LLAMA8, s) for s in (32, 135, 525, 1000)]
+    assert costs == sorted(costs) and costs[0] < costs[-1]
+    assert m.graph_prepare_s(LLAMA8, 256) > m.graph_prepare_s(INTERNLM, 256)
+
+
+def test_graph_preparation_reproduces_its_calibration_points() -> None:
+    m = npu()
+    assert m.graph_prepare_s(LLAMA8, 135) == pytest.approx(0.4084, rel=0.01)
+    assert m.graph_prepare_s(LLAMA8, 1000) == pytest.approx(2.050, rel=0.01)
+
+
+def test_calibration_script_rederives_the_catalog_parameters() -> None:
+    from simulations.core.calibration.npu_w4a16 import calibrate
+
+    params, rows = calibrate(CAT)
+    for key, value in params.items():
+        assert QNN.params[key] == pytest.approx(value, rel=0.01), key
+    soc = next(r for r in rows if r.id == "soc_gpu_npu_gbps")
+    assert abs(soc.rel_err) < 0.05
+
+
+def test_decode_is_never_faster_than_weights_over_the_npus_bandwidth() -> None:
+    m = npu()
+    cost = m.decode_step(LLAMA8, 1, 256)
+    g = decode_graph(LLAMA8, 1, 256, Precision.of(QNN))
+    assert cost.seconds >= g.weight_bytes / (m.achievable_gbps * 1e9)
+    assert cost.joules == pytest.approx(cost.seconds * QNN.params["active_power_w"])
+
+
+def test_it_rejects_model_larger_than_memory() -> None:
+    tiny = replace(NPU, memory=(MemoryTier(MemoryKind.LPDDR, 2, 68),))
+    m = NpuModel(tiny, QNN)
+    with pytest.raises(CapacityError) as exc:
+        m.prefill(LLAMA8, [128])
+    assert exc.value.field == "hexagon-npu.memory[0].capacity_gb"
+
+
+def test_bad_matmul_shape_raises_spec_error_naming_the_dimension() -> None:
+    with pytest.raises(SpecError) as exc:
+        npu().matmul(0, 4096, 32)
+    assert exc.value.field == "matmul.m"
+    with pytest.raises(SpecError) as exc:
+        npu().matmul(32, 4096, 32, a_bits=-4)
+    assert exc.value.field == "matmul.a_bits"
+
+
+def test_missing_or_unknown_runtime_params_are_named() -> None:
+    bare = replace(QNN, params={"row_block": 256})
+    with pytest.raises(SpecError) as exc:
+        NpuModel(NPU, bare)
+    assert exc.value.field == "w4a16-qnn-hexagon.params.reload_us"
+    typo = replace(QNN, params={**QNN.params, "reload_uss": 1.0})
+    with pytest.raises(SpecError) as exc:
+        NpuModel(NPU, typo)
+    assert exc.value.field == "w4a16-qnn-hexagon.params.reload_uss"
+    with pytest.raises(SpecError) as exc:
+        NpuModel(NPU, replace(QNN, params={**QNN.params, "reload_us": -1.0}))
+    assert exc.value.field == "w4a16-qnn-hexagon.params.reload_us"
+
+
+def test_device_without_array_shape_is_rejected_naming_the_field() -> None:
+    with pytest.raises(SpecError) as exc:
+        NpuModel(replace(NPU, npu_array_rows=None), QNN)
+    assert exc.value.field == "hexagon-npu.npu_array_rows"
+
+
+dims = st.integers(min_value=1, max_value=20000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(dims, dims, dims, st.sampled_from(["m", "k", "n"]), st.integers(1, 5000))
+def test_matmul_time_is_monotone_in_every_dimension(
+    m: int, k: int, n: int, which: str, extra: int
+) -> None:
+    model = npu()
+    bigger = {"m": (m + extra, k, n), "k": (m, k + extra, n), "n": (m, k, n + extra)}[which]
+    assert model.matmul(*bigger) >= model.matmul(m, k, n)
+
+
+@settings(max_examples=30, deadline=None)
+@given(dims, dims, dims, st.floats(min_value=1.0, max_value=10.0))
+def test_more_bandwidth_never_makes_a_matmul_slower(m: int, k: int, n: int, f: float) -> None:
+    slow = npu()
+    tier = NPU.memory[0]
+    fast_dev = replace(NPU, memory=(MemoryTier(tier.kind, tier.capacity_gb, tier.bw_gbps * f),))
+    assert NpuModel(fast_dev, QNN).matmul(m, k, n) <= slow.matmul(m, k, n)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 3000), st.integers(1, 3000))
+def test_prefill_latency_is_monotone_in_sequence_length(a: int, b: int) -> None:
+    lo, hi = sorted((a, b))
+    m = npu()
+    assert m.prefill(INTERNLM, [lo]).seconds <= m.prefill(INTERNLM, [hi]).seconds
