@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from simulations.core.errors import SpecError
+from simulations.core.metrics import percentiles
 from simulations.core.policies.base import OptionSpec, Policy, ProgressFn, RoleSpec, register
 from simulations.core.spec import (
     LengthDist,
@@ -74,14 +75,8 @@ def prefill_s(shapes: LayerShapes, hw: H2M2Hardware, seq_lens: np.ndarray) -> fl
     return max(ops / peak, weights / (hw.hbm.bw_bytes_per_s + hw.lpddr.bw_bytes_per_s))
 
 
-def _pct(values: np.ndarray, scale: float = 1.0) -> dict[str, float]:
-    v = np.asarray(values, dtype=np.float64) * scale
-    return {
-        "mean": float(v.mean()),
-        "p50": float(np.percentile(v, 50)),
-        "p90": float(np.percentile(v, 90)),
-        "p99": float(np.percentile(v, 99)),
-    }
+def _pct(values: np.ndarray, scale: float = 1.0) -> dict[str, float | None]:
+    return percentiles(np.asarray(values, dtype=np.float64) * scale)
 
 
 @register
