@@ -53,7 +53,7 @@ typecheck: $(STAMP) ## mypy on the simulation core
 
 bench: export DJANGO_SETTINGS_MODULE = hetplanner.settings.test
 bench: $(STAMP) ## Run the benchmarks; writes .bench/results.json and prints a table
-	$(BIN)/pytest benchmarks -p benchmarks.report --benchmark-only --benchmark-disable-gc -q
+	PYTHONPATH=. $(BIN)/pytest benchmarks -p benchmarks.report --benchmark-only --benchmark-disable-gc -q
 
 check-deploy: $(STAMP) ## manage.py check --deploy on production settings
 	DJANGO_SETTINGS_MODULE=hetplanner.settings.production DJANGO_SECRET_KEY=$$(head -c 48 /dev/urandom | base64) \
