@@ -136,9 +136,17 @@ class GlitchesSim(Simulator):
         fpga_kv_bits: int,
         gpu_decode: bool = True,
         reference: bool = False,
+        audit: bool = False,
         progress: ProgressFn | None = None,
     ) -> None:
         super().__init__(requests, gpus + fpgas, reference=reference, progress=progress)
+        self.audit = audit
+        #: With ``audit``: after every scheduling pass, (time, idle FPGAs, waiting decodes,
+        #: waiting prefills, whether the waiting prefill's head fits an idle GPU).
+        self.state_log: list[tuple[float, int, int, int, bool]] = []
+        #: With ``audit``: every GPU decode start or resume, (time, GPU, request, resumed,
+        #: idle FPGAs, whether the waiting prefill's head fits this GPU).
+        self.gpu_decode_log: list[tuple[float, int, int, bool, int, bool]] = []
         if not gpus:
             raise SpecError("devices", "GLITCHES needs at least one GPU in the prefill role")
         if not fpgas and not gpu_decode:
@@ -232,14 +240,26 @@ class GlitchesSim(Simulator):
             if self.mode[gi] != IDLE:
                 continue
             if self.pinned[gi] >= 0:
-                self._start_gpu_decode(g)
+                self._start_gpu_decode(g, resumed=True)
             elif self.gpu_decode and dq:
                 rid = next((r for r in dq if self.kv_on[r] == gi), -1)
                 if rid >= 0:
                     dq.remove(rid)
                     self.pinned[gi] = rid
                     self.gpu_decoded += 1
-                    self._start_gpu_decode(g)
+                    self._start_gpu_decode(g, resumed=False)
+        if self.audit:
+            self.state_log.append(
+                (self.now, len(self.idle_fpgas), len(dq), len(pq), self._head_fits(IDLE))
+            )
+
+    def _head_fits(self, mode: str, only: Unit | None = None) -> bool:
+        """Whether the waiting prefill's head fits a GPU in ``mode`` (or the GPU ``only``)."""
+        if not self.prefill_q:
+            return False
+        tokens = self._gpu_tokens(self.prefill_q[0])
+        gpus = [only] if only is not None else self.gpus
+        return any(self.mode[g.index] == mode and g.fits(tokens * g.kv_per_token) for g in gpus)
 
     # -- prefill on the GPU and the KV stream --------------------------------------------
 
@@ -367,9 +387,13 @@ class GlitchesSim(Simulator):
 
     # -- decode on a GPU (substitute for a busy FPGA) ------------------------------------
 
-    def _start_gpu_decode(self, g: Unit) -> None:
+    def _start_gpu_decode(self, g: Unit, *, resumed: bool) -> None:
         gi = g.index
         rid = self.pinned[gi]
+        if self.audit:
+            self.gpu_decode_log.append(
+                (self.now, gi, rid, resumed, len(self.idle_fpgas), self._head_fits(IDLE, g))
+            )
         gen = self.generated[rid]
         n = self.output[rid] - gen
         if self.reference:
@@ -540,20 +564,22 @@ class GlitchesPolicy(Policy):
         device_models: DeviceModelFactory | None = None,
         *,
         reference: bool = False,
+        audit: bool = False,
         timeline_cap: int | None = 400,
     ) -> None:
         self.device_models: DeviceModelFactory = device_models or build_device_model
         self.reference = reference
+        self.audit = audit
         self.timeline_cap = timeline_cap
 
-    def simulate(
+    def build_sim(
         self,
         system: SystemSpec,
         model: ModelSpec,
         requests: RequestSet,
         progress: ProgressFn | None = None,
-    ) -> SimOutput:
-        """Run the scheduler on ``requests`` and return the raw outcome."""
+    ) -> GlitchesSim:
+        """The scheduler for ``system`` on ``requests``, ready to :meth:`~GlitchesSim.run`."""
         opts = self.resolve_options(system.options)
         gpus_p: list[tuple[int, DevicePlacement]] = []
         fpgas_p: list[tuple[int, DevicePlacement]] = []
@@ -570,6 +596,8 @@ class GlitchesPolicy(Policy):
                 raise SpecError(
                     f"devices[{i}].role", "GLITCHES roles are 'prefill' (GPU) or 'decode' (FPGA)"
                 )
+        if not gpus_p:
+            raise SpecError("devices", "GLITCHES needs at least one GPU in the prefill role")
         prefetch = int(opts["prefetch_ratio"])
 
         def fpga_factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
@@ -604,11 +632,21 @@ class GlitchesPolicy(Policy):
             fpga_kv_bits=fpga_kv_bits,
             gpu_decode=bool(opts["gpu_decode"]),
             reference=self.reference,
+            audit=self.audit,
             progress=progress,
         )
-        out = sim.run()
-        out.extra["options"] = opts
-        return out
+        sim.extra["options"] = opts
+        return sim
+
+    def simulate(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        requests: RequestSet,
+        progress: ProgressFn | None = None,
+    ) -> SimOutput:
+        """Run the scheduler on ``requests`` and return the raw outcome."""
+        return self.build_sim(system, model, requests, progress).run()
 
     def run(
         self,
