@@ -38,9 +38,17 @@ def _load() -> None:
                 raise
 
 
-@cache
 def build_device_model(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
     """The cost model of ``device`` running ``runtime`` (cached per pair)."""
+    # RuntimeProfile.params takes no part in equality/hashing, so it joins the cache key
+    # explicitly: two profiles differing only in fitted params must not share a model.
+    return _build_device_model(device, runtime, tuple(sorted(runtime.params.items())))
+
+
+@cache
+def _build_device_model(
+    device: DeviceSpec, runtime: RuntimeProfile, _params_key: tuple[tuple[str, float], ...]
+) -> DeviceModel:
     _load()
     if runtime.device_kind is not device.kind:
         raise SpecError(

@@ -1,0 +1,260 @@
+"""GPU cost model: a roofline per operator, host launch overhead per kernel, a memory-capacity
+check and a power model by activity.
+
+Used for every GPU in the catalog (A100, V100S, H100, T4, A10G, the phone's Adreno GPU) with
+whatever runtime profile runs on it; nothing in here is specific to one device or stack.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from simulations.core.errors import CapacityError, SpecError
+from simulations.core.graph import (
+    Op,
+    PhaseGraph,
+    Precision,
+    decode_graph,
+    prefill_graph,
+)
+from simulations.core.graph import (
+    weight_bytes as graph_weight_bytes,
+)
+from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProfile
+
+from . import register_device_model
+from .base import DeviceModel, PhaseCost
+
+#: Runtime ``params`` the GPU model reads (anything else is a typo and rejected).
+GPU_PARAMS: Mapping[str, str] = {
+    "kernels_per_pass": "kernels the host issues per forward pass outside the layers "
+    "(embedding, final norm, LM head, sampling and bookkeeping of the generate loop)",
+    "fused_attention": "1 if the stack runs a fused (FlashAttention-style) attention kernel, "
+    "0 for eager attention that materialises the score matrix",
+    "power_compute_frac": "power while executing compute-bound kernels, as a fraction of TDP",
+    "power_memory_frac": "power while executing memory-bound kernels, as a fraction of TDP",
+    "power_wait_frac": "power while no kernel runs (waiting for the host, or idle with the "
+    "model loaded), as a fraction of TDP",
+}
+
+
+def check_params(runtime: RuntimeProfile, allowed: Iterable[str]) -> None:
+    """Raise SpecError naming the first ``runtime.params`` key the model does not read."""
+    known = set(allowed)
+    for key in runtime.params:
+        if key not in known:
+            raise SpecError(
+                f"{runtime.slug}.params.{key}",
+                f"unknown runtime parameter (known: {', '.join(sorted(known))})",
+            )
+
+
+def frac_param(runtime: RuntimeProfile, key: str, default: float) -> float:
+    """A runtime parameter that must be a fraction in [0, 1]."""
+    v = runtime.param(key, default)
+    if not 0.0 <= v <= 1.0:
+        raise SpecError(f"{runtime.slug}.params.{key}", "must be a fraction in [0, 1]")
+    return v
+
+
+def check_capacity(device: DeviceSpec, needed_bytes: float, what: str) -> None:
+    """Raise CapacityError naming the device's memory when ``needed_bytes`` do not fit."""
+    cap = device.memory_capacity_bytes
+    if needed_bytes > cap:
+        raise CapacityError(
+            f"{device.slug}.memory[0].capacity_gb",
+            f"{what} needs {needed_bytes / 1e9:.2f} GB but the device holds {cap / 1e9:.2f} GB",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OpTime:
+    """Time of one operator instance on a device and what bounds it."""
+
+    name: str
+    seconds: float
+    compute_s: float
+    memory_s: float
+    repeat: int
+
+    @property
+    def bound(self) -> str:
+        """``compute`` or ``memory``: the roofline side that sets the kernel's duration."""
+        return "compute" if self.compute_s >= self.memory_s else "memory"
+
+
+@register_device_model(DeviceKind.GPU)
+class GpuModel(DeviceModel):
+    """Roofline GPU with per-kernel host overhead (GLITCHES §III-A, Tables I–II).
+
+    *Time.* Every operator of the graph (:mod:`simulations.core.graph`) runs as one kernel
+    whose GPU time is the roofline ``max(FLOPs / (peak × compute_eff), bytes / (bandwidth
+    × bw_eff))``; the peak is the device's dense tensor peak for the stack's precision pair.
+    The host issues ``kernels_per_layer`` kernels per layer (the graph's operators plus glue
+    kernels that do no modelled work: casts, reshapes, RoPE slicing …) and
+    ``kernels_per_pass`` per pass, each costing ``kernel_launch_us`` of host time. A kernel
+    lasts ``max(GPU time, kernel_launch_us)``: with an eager Python stack the host does not
+    run ahead of the GPU, so a kernel shorter than the host's dispatch cost leaves the GPU
+    waiting. (GLITCHES Table I supports this reading: V100S decode is slower than A100 decode
+    by about the extra weight-streaming time, which an asynchronous host would hide.) When a
+    fused stack issues fewer kernels than the graph has operators, the host cost per
+    operator is ``kernel_launch_us × kernels_per_layer / operators``.
+
+    *Batches.* Decode of ``batch`` sequences reads the weights once and each sequence's KV
+    cache; prefill packs the prompts (GEMMs over all tokens, attention within each prompt).
+    Each operator is placed on its own roofline side, so large batches turn GEMMs
+    compute-bound while attention stays memory-bound.
+
+    *Power.* The device draws ``power_compute_frac``, ``power_memory_frac`` or
+    ``power_wait_frac`` of its TDP while it executes compute-bound kernels, memory-bound
+    kernels or waits for the host; energy is the time-weighted sum. The fractions are fitted
+    per stack (``simulations.core.calibration.gpu_fp16``).
+
+    *Memory.* Weights plus the KV cache of every resident token plus the largest operator's
+    activations must fit the device's primary memory, else CapacityError.
+
+    Deviations: no GEMM-shape efficiency curve (one compute_eff per stack), no kernel
+    run-ahead, no overlap of independent kernels (streams), no clock throttling; glue
+    kernels have no GPU time; idle draw is ``power_wait_frac × TDP`` (datasheets publish no
+    idle power).
+    """
+
+    def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
+        super().__init__(device, runtime)
+        check_params(runtime, GPU_PARAMS)
+        self.precision = Precision.of(runtime)
+        self.peak_ops = device.peak_ops_per_s(runtime.act_bits, runtime.weight_bits)
+        self.ops_rate = self.peak_ops * runtime.compute_eff
+        self.bw = device.mem_bw_gbps * 1e9 * runtime.bw_eff
+        self.launch_s = runtime.kernel_launch_us * 1e-6
+        self.kernels_per_pass = int(runtime.param("kernels_per_pass", 0.0))
+        if self.kernels_per_pass < 0:
+            raise SpecError(f"{runtime.slug}.params.kernels_per_pass", "must not be negative")
+        self.fused_attention = bool(runtime.param("fused_attention", 0.0))
+        self.p_compute = frac_param(runtime, "power_compute_frac", 1.0) * device.tdp_w
+        self.p_memory = frac_param(runtime, "power_memory_frac", 1.0) * device.tdp_w
+        self.p_wait = frac_param(runtime, "power_wait_frac", 0.0) * device.tdp_w
+        self._cache: dict[tuple[object, ...], PhaseCost] = {}
+
+    # --- public API ----------------------------------------------------------------------
+
+    def weights_bytes(self, model: ModelSpec) -> float:
+        """Weights at the stack's precision (norms FP16)."""
+        return graph_weight_bytes(model, self.precision)
+
+    def prefill(self, model: ModelSpec, seq_lens: Sequence[int]) -> PhaseCost:
+        """Cost of prefilling ``seq_lens`` in one packed forward pass."""
+        g = prefill_graph(model, seq_lens, self.precision, fused_attention=self.fused_attention)
+        key = ("p", model, g.tokens, g.sequences, g.attended)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        self._check_fits(model, g, g.tokens)
+        cost = self._cost(g)
+        self._remember(key, cost)
+        return cost
+
+    def decode_step(self, model: ModelSpec, batch: int, kv_tokens: int) -> PhaseCost:
+        """Cost of one decode iteration of ``batch`` sequences over ``kv_tokens`` cached."""
+        g = decode_graph(
+            model, batch, kv_tokens, self.precision, fused_attention=self.fused_attention
+        )
+        key = ("d", model, batch, kv_tokens)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        self._check_fits(model, g, kv_tokens + batch)
+        cost = self._cost(g)
+        self._remember(key, cost)
+        return cost
+
+    @property
+    def idle_power_w(self) -> float:
+        """Power of the GPU with the model loaded and no kernel running."""
+        return max(self.p_wait, self.device.idle_w)
+
+    def op_times(self, graph: PhaseGraph) -> list[OpTime]:
+        """Roofline time of each operator instance of ``graph`` (without host overhead)."""
+        return [self._op_time(op) for op in graph.ops]
+
+    def timeline(self, graph: PhaseGraph) -> dict[str, float]:
+        """Seconds of the pass split into compute-bound, memory-bound and waiting time."""
+        t_comp, t_mem, t_wait = self._split(graph)
+        return {
+            "seconds": t_comp + t_mem + t_wait,
+            "compute_bound_s": t_comp,
+            "memory_bound_s": t_mem,
+            "host_wait_s": t_wait,
+        }
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _op_time(self, op: Op) -> OpTime:
+        c = op.flops / self.ops_rate
+        m = op.bytes / self.bw
+        return OpTime(op.name, max(c, m), c, m, op.repeat)
+
+    def _split(self, g: PhaseGraph) -> tuple[float, float, float]:
+        """(compute-bound, memory-bound, waiting) seconds of one pass."""
+        layer = g.layer_ops
+        n_ops = len(layer)
+        kpl = self.runtime.kernels_per_layer
+        launch = self.launch_s
+        # Host time per graph operator; glue kernels beyond the graph's operators cost a
+        # launch each and do no modelled GPU work. kernels_per_layer = 0 means the layers are
+        # replayed as one captured graph (CUDA graphs): no per-operator host cost.
+        if kpl == 0:
+            per_op = 0.0
+        elif kpl >= n_ops:
+            per_op = launch
+        else:
+            per_op = launch * kpl / n_ops
+        glue = max(0, kpl - n_ops)
+        t_comp = t_mem = t_wait = 0.0
+        rate, bw = self.ops_rate, self.bw
+        for op in g.ops:
+            c = op.flops / rate
+            m = op.bytes / bw
+            busy = c if c >= m else m
+            wait = per_op - busy if per_op > busy else 0.0
+            r = op.repeat
+            if c >= m:
+                t_comp += busy * r
+            else:
+                t_mem += busy * r
+            t_wait += wait * r
+        t_wait += (glue * g.n_layers + self.kernels_per_pass) * launch
+        return t_comp, t_mem, t_wait
+
+    def _cost(self, g: PhaseGraph) -> PhaseCost:
+        t_comp, t_mem, t_wait = self._split(g)
+        seconds = t_comp + t_mem + t_wait
+        joules = self.p_compute * t_comp + self.p_memory * t_mem + self.p_wait * t_wait
+        return PhaseCost(seconds=seconds, joules=joules, flops=g.flops, bytes=g.bytes)
+
+    def _check_fits(self, model: ModelSpec, g: PhaseGraph, resident_tokens: int) -> None:
+        workspace = max((op.act_read_bytes + op.act_write_bytes) for op in g.ops)
+        needed = (
+            self.weights_bytes(model)
+            + model.kv_bytes_per_token(self.runtime.kv_bits) * resident_tokens
+            + workspace
+        )
+        check_capacity(self.device, needed, f"{model.slug} ({g.phase.value})")
+
+    def _remember(self, key: tuple[object, ...], cost: PhaseCost) -> None:
+        if len(self._cache) >= 65536:
+            self._cache.clear()
+        self._cache[key] = cost
+
+
+def roofline_time(
+    device: DeviceSpec, runtime: RuntimeProfile, flops: float, nbytes: float
+) -> float:
+    """Seconds of ``flops`` and ``nbytes`` on the stack's achieved roofline (no overhead)."""
+    if not (math.isfinite(flops) and math.isfinite(nbytes)) or flops < 0 or nbytes < 0:
+        raise SpecError("work", "FLOPs and bytes must be finite and non-negative")
+    peak = device.peak_ops_per_s(runtime.act_bits, runtime.weight_bits) * runtime.compute_eff
+    bw = device.mem_bw_gbps * 1e9 * runtime.bw_eff
+    return max(flops / peak, nbytes / bw)

@@ -1,0 +1,515 @@
+"""The LLM operator graph: FLOPs and bytes of every operator of a decoder-only model.
+
+One forward pass (a prefill of some prompts, or one decode iteration of a batch) is a list
+of :class:`Op` rows. Each row holds the work of *one instance* of the operator and how many
+times it repeats per pass (``repeat`` = ``n_layers`` for the per-layer operators, 1 for the
+embedding, the final norm and the LM head). Per layer (LLaMA / Llama-3 / InternLM shapes;
+GPT-3 and Chinchilla use the plain FFN):
+
+    attn_norm → q_proj, k_proj, v_proj → rope → attn_score → softmax → attn_value → o_proj
+    → attn_residual → ffn_norm → gate_proj (gated only), up_proj → ffn_act → down_proj
+    → ffn_residual
+
+and around the layers ``embedding`` (a row gather), ``final_norm`` and ``lm_head``.
+
+Counting conventions (they decide how the paper figures are read, see below):
+
+- A GEMM of ``M`` rows, ``K`` inputs and ``N`` outputs costs ``2·M·K·N`` FLOPs; its weights
+  (``K·N`` parameters at the weight precision) are read once per pass, whatever ``M`` is.
+  Activations are read and written once per operator at the activation precision.
+- ``k_proj`` and ``v_proj`` write their outputs straight into the KV cache (KV precision);
+  ``attn_score`` reads K and ``attn_value`` reads V of every attended token once.
+- Attention is *materialised* (eager: the score matrix is written by ``attn_score``, read and
+  written by ``softmax`` and read by ``attn_value``, and the full ``s × s`` product is
+  computed before the causal mask is applied) unless ``fused_attention`` is set (a
+  FlashAttention-style kernel: one ``attention`` operator, no score-matrix traffic, only the
+  causal triangle computed).
+- The LM head runs on the last position of each sequence only (the logits of the next token).
+- Norm, RoPE, softmax and activation FLOPs use small fixed per-element counts (5, 3, 5 and 5
+  or 8 for GELU); they are < 0.1 % of a 7B model's FLOPs and never decide a latency.
+- Norm weights are FP16 whatever the weight precision (quantised stacks keep them so).
+
+GLITCHES Table I (LLaMA2-7B, prefill 1536, decode 512) is read as follows:
+
+- *Prefill GFLOPs* (21137.01): the full pass over 1536 tokens with the eager (full ``s × s``)
+  attention; this graph gives 21146 (+0.05 %: the paper's elementwise counts are not stated).
+- *Decode GFLOPs/token* and *GB/token* are averages over the 512 decode steps, whose
+  attended context grows from 1537 to 2048 tokens (``kv_tokens`` 1536 … 2047 before each
+  step); both are linear in the context, so the average equals the step at the mean context.
+- *GB* are 10⁹ bytes. Table II's bandwidth utilisations (GB / latency / datasheet GB/s)
+  only come out with 10⁹-byte GB; Table I's operational-intensity column instead matches
+  GFLOPs / (GB × 2³⁰/10⁹), i.e. GiB — the paper is not self-consistent here, and we follow
+  Table II and the datasheets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+from .errors import SpecError
+from .spec import FfnKind, ModelSpec, RuntimeProfile, check_count
+
+#: Precisions a stack may use for weights, activations and the KV cache (bits).
+KNOWN_BITS = (2, 3, 4, 8, 16, 32)
+
+#: Bytes per element of norm weights (kept FP16 by every stack we model).
+NORM_WEIGHT_BYTES = 2.0
+
+# Per-element operation counts of the small elementwise operators (see module docstring).
+_NORM_OPS = 5.0
+_ROPE_OPS = 3.0
+_SOFTMAX_OPS = 5.0
+_GATED_ACT_OPS = 5.0  # SiLU (≈4) and the gate·up product
+_PLAIN_ACT_OPS = 8.0  # GELU (tanh approximation)
+
+
+class OpKind(StrEnum):
+    """What an operator is; device models map kinds to hardware units."""
+
+    EMBEDDING = "embedding"
+    NORM = "norm"
+    GEMM = "gemm"
+    ROPE = "rope"
+    ATTN_SCORE = "attn_score"
+    SOFTMAX = "softmax"
+    ATTN_VALUE = "attn_value"
+    ATTENTION = "attention"  # fused score + softmax + value
+    ELEMENTWISE = "elementwise"
+
+
+class Phase(StrEnum):
+    """The two phases of LLM inference."""
+
+    PREFILL = "prefill"
+    DECODE = "decode"
+
+
+@dataclass(frozen=True, slots=True)
+class Precision:
+    """Bit widths of weights, activations and the KV cache."""
+
+    weight_bits: int
+    act_bits: int
+    kv_bits: int
+
+    def __post_init__(self) -> None:
+        for name in ("weight_bits", "act_bits", "kv_bits"):
+            bits = getattr(self, name)
+            if isinstance(bits, bool) or bits not in KNOWN_BITS:
+                raise SpecError(f"precision.{name}", f"unknown precision: {bits!r} bits")
+
+    @classmethod
+    def of(cls, runtime: RuntimeProfile) -> Precision:
+        """The precision a runtime profile runs at."""
+        return _precision_of(runtime.weight_bits, runtime.act_bits, runtime.kv_bits)
+
+    @property
+    def w(self) -> float:
+        """Bytes per weight."""
+        return self.weight_bits / 8
+
+    @property
+    def a(self) -> float:
+        """Bytes per activation element."""
+        return self.act_bits / 8
+
+    @property
+    def kv(self) -> float:
+        """Bytes per KV-cache element."""
+        return self.kv_bits / 8
+
+
+@lru_cache(maxsize=64)
+def _precision_of(weight_bits: int, act_bits: int, kv_bits: int) -> Precision:
+    return Precision(weight_bits, act_bits, kv_bits)
+
+
+FP16 = Precision(16, 16, 16)
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operator instance: its work and traffic; ``repeat`` instances run per pass.
+
+    For GEMMs ``rows`` × ``in_features`` → ``out_features`` is the shape (``rows`` = tokens
+    in the pass, or sequences for the LM head); other kinds leave them 0.
+    """
+
+    name: str
+    kind: OpKind
+    repeat: int
+    flops: float
+    weight_bytes: float = 0.0
+    act_read_bytes: float = 0.0
+    act_write_bytes: float = 0.0
+    kv_read_bytes: float = 0.0
+    kv_write_bytes: float = 0.0
+    rows: int = 0
+    in_features: int = 0
+    out_features: int = 0
+
+    @property
+    def bytes(self) -> float:
+        """All memory traffic of one instance (weights, activations, KV read and written)."""
+        return (
+            self.weight_bytes
+            + self.act_read_bytes
+            + self.act_write_bytes
+            + self.kv_read_bytes
+            + self.kv_write_bytes
+        )
+
+    @property
+    def intensity(self) -> float:
+        """Operational intensity in FLOP per byte (inf for traffic-free operators)."""
+        b = self.bytes
+        return self.flops / b if b > 0 else math.inf
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseGraph:
+    """All operators of one pass, with totals over ``repeat``.
+
+    ``tokens`` is the number of new tokens the pass processes, ``sequences`` the number of
+    sequences, ``attended`` the number of (query, key) pairs per head summed over sequences
+    (what attention FLOPs scale with) and ``kv_tokens`` the KV-cache tokens the pass reads.
+    """
+
+    phase: Phase
+    ops: tuple[Op, ...]
+    n_layers: int
+    tokens: int
+    sequences: int
+    attended: int
+    kv_tokens: int
+
+    @property
+    def flops(self) -> float:
+        """Total FLOPs of the pass."""
+        return sum(op.flops * op.repeat for op in self.ops)
+
+    @property
+    def bytes(self) -> float:
+        """Total memory traffic of the pass in bytes."""
+        return sum(op.bytes * op.repeat for op in self.ops)
+
+    @property
+    def weight_bytes(self) -> float:
+        """Weight bytes read in the pass."""
+        return sum(op.weight_bytes * op.repeat for op in self.ops)
+
+    @property
+    def act_bytes(self) -> float:
+        """Activation bytes read and written in the pass."""
+        return sum((op.act_read_bytes + op.act_write_bytes) * op.repeat for op in self.ops)
+
+    @property
+    def kv_read_bytes(self) -> float:
+        """KV-cache bytes read in the pass."""
+        return sum(op.kv_read_bytes * op.repeat for op in self.ops)
+
+    @property
+    def kv_write_bytes(self) -> float:
+        """KV-cache bytes written in the pass."""
+        return sum(op.kv_write_bytes * op.repeat for op in self.ops)
+
+    @property
+    def layer_ops(self) -> tuple[Op, ...]:
+        """The operators that repeat once per layer, in execution order (``ops`` is always
+        the embedding, the layer's operators, the final norm and the LM head)."""
+        return self.ops[1:-2]
+
+    @property
+    def pre_ops(self) -> tuple[Op, ...]:
+        """Operators that run once before the layers (the embedding)."""
+        return self.ops[:1]
+
+    @property
+    def post_ops(self) -> tuple[Op, ...]:
+        """Operators that run once after the layers (final norm, LM head)."""
+        return self.ops[-2:]
+
+    def summary(self) -> dict[str, float]:
+        """Totals as a JSON-friendly dict (FLOPs, bytes by kind, intensity)."""
+        flops, nbytes = self.flops, self.bytes
+        return {
+            "flops": flops,
+            "bytes": nbytes,
+            "weight_bytes": self.weight_bytes,
+            "act_bytes": self.act_bytes,
+            "kv_read_bytes": self.kv_read_bytes,
+            "kv_write_bytes": self.kv_write_bytes,
+            "intensity_flop_per_byte": flops / nbytes if nbytes else math.inf,
+            "tokens": self.tokens,
+        }
+
+
+# --- shapes ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Shapes:
+    """Shape facts of a model that every pass needs (cached per model)."""
+
+    h: int
+    q_dim: int
+    kv_dim: int
+    ffn: int
+    gated: bool
+    vocab: int
+    n_heads: int
+    head_dim: int
+    n_layers: int
+    gemms: tuple[tuple[str, int, int], ...]  # per-layer (name, in, out), in order
+
+
+@lru_cache(maxsize=256)
+def _shapes(model: ModelSpec) -> _Shapes:
+    h = model.hidden_size
+    q_dim = model.n_heads * model.head_dim
+    kv_dim = model.n_kv_heads * model.head_dim
+    f = model.ffn_size
+    gated = model.ffn_kind is FfnKind.GATED
+    attn = (("q_proj", h, q_dim), ("k_proj", h, kv_dim), ("v_proj", h, kv_dim))
+    ffn_in = (("gate_proj", h, f), ("up_proj", h, f)) if gated else (("up_proj", h, f),)
+    gemms = (*attn, ("o_proj", q_dim, h), *ffn_in, ("down_proj", f, h))
+    return _Shapes(
+        h=h,
+        q_dim=q_dim,
+        kv_dim=kv_dim,
+        ffn=f,
+        gated=gated,
+        vocab=model.vocab_size,
+        n_heads=model.n_heads,
+        head_dim=model.head_dim,
+        n_layers=model.n_layers,
+        gemms=gemms,
+    )
+
+
+@lru_cache(maxsize=256)
+def layer_weight_params(model: ModelSpec) -> int:
+    """Parameters of the GEMMs of one layer (what a decode step streams per layer)."""
+    return sum(k * n for _, k, n in _shapes(model).gemms)
+
+
+@lru_cache(maxsize=256)
+def gemm_params(model: ModelSpec) -> int:
+    """Parameters of every GEMM of a pass: all layers plus the LM head."""
+    s = _shapes(model)
+    return s.n_layers * layer_weight_params(model) + s.h * s.vocab
+
+
+def weight_bytes(model: ModelSpec, prec: Precision) -> float:
+    """Bytes of all weights held in device memory (layers, embedding, LM head unless tied,
+    norms in FP16)."""
+    s = _shapes(model)
+    emb = s.vocab * s.h
+    lm = 0 if model.tied_embeddings else s.vocab * s.h
+    norms = (2 * s.n_layers + 1) * s.h
+    return (s.n_layers * layer_weight_params(model) + emb + lm) * prec.w + norms * NORM_WEIGHT_BYTES
+
+
+# --- building passes -------------------------------------------------------------------------
+
+
+def _layer_ops(
+    s: _Shapes,
+    tokens: int,
+    attended: int,
+    kv_read_tokens: int,
+    prec: Precision,
+    fused: bool,
+) -> list[Op]:
+    """The operators of one layer for a pass of ``tokens`` new tokens."""
+    n_l, t, p = s.n_layers, tokens, attended
+    a, kvb = prec.a, prec.kv
+    h = s.h
+    ops: list[Op] = []
+    hta = h * t * a
+
+    def norm(name: str) -> Op:
+        return Op(name, OpKind.NORM, n_l, _NORM_OPS * h * t, h * NORM_WEIGHT_BYTES, hta, hta)
+
+    def gemm(name: str, k: int, n: int) -> Op:
+        to_kv = name in ("k_proj", "v_proj")
+        return Op(
+            name,
+            OpKind.GEMM,
+            n_l,
+            2.0 * t * k * n,
+            weight_bytes=k * n * prec.w,
+            act_read_bytes=k * t * a,
+            act_write_bytes=0.0 if to_kv else n * t * a,
+            kv_write_bytes=n * t * kvb if to_kv else 0.0,
+            rows=t,
+            in_features=k,
+            out_features=n,
+        )
+
+    gemms = s.gemms
+    ops.append(norm("attn_norm"))
+    ops.extend(gemm(name, k, n) for name, k, n in gemms[:3])
+    rope_elems = (s.q_dim + s.kv_dim) * t
+    ops.append(
+        Op("rope", OpKind.ROPE, n_l, _ROPE_OPS * rope_elems, 0.0, rope_elems * a, rope_elems * a)
+    )
+    kv_read = s.kv_dim * kv_read_tokens * kvb  # K (or V) of every attended token, once
+    qk_flops = 2.0 * s.head_dim * s.n_heads * p
+    out_bytes = s.q_dim * t * a
+    if fused:
+        ops.append(
+            Op(
+                "attention",
+                OpKind.ATTENTION,
+                n_l,
+                2 * qk_flops + _SOFTMAX_OPS * s.n_heads * p,
+                act_read_bytes=out_bytes,
+                act_write_bytes=out_bytes,
+                kv_read_bytes=2 * kv_read,
+            )
+        )
+    else:
+        scores = s.n_heads * p * a
+        ops.append(
+            Op("attn_score", OpKind.ATTN_SCORE, n_l, qk_flops, 0.0, out_bytes, scores, kv_read)
+        )
+        ops.append(
+            Op("softmax", OpKind.SOFTMAX, n_l, _SOFTMAX_OPS * s.n_heads * p, 0.0, scores, scores)
+        )
+        ops.append(
+            Op("attn_value", OpKind.ATTN_VALUE, n_l, qk_flops, 0.0, scores, out_bytes, kv_read)
+        )
+    ops.append(gemm(*gemms[3]))
+    ops.append(Op("attn_residual", OpKind.ELEMENTWISE, n_l, h * t, 0.0, 2 * hta, hta))
+    ops.append(norm("ffn_norm"))
+    n_in = 2 if s.gated else 1
+    ops.extend(gemm(name, k, n) for name, k, n in gemms[4 : 4 + n_in])
+    fta = s.ffn * t * a
+    if s.gated:
+        ops.append(
+            Op("ffn_act", OpKind.ELEMENTWISE, n_l, _GATED_ACT_OPS * s.ffn * t, 0.0, 2 * fta, fta)
+        )
+    else:
+        ops.append(
+            Op("ffn_act", OpKind.ELEMENTWISE, n_l, _PLAIN_ACT_OPS * s.ffn * t, 0.0, fta, fta)
+        )
+    ops.append(gemm(*gemms[-1]))
+    ops.append(Op("ffn_residual", OpKind.ELEMENTWISE, n_l, h * t, 0.0, 2 * hta, hta))
+    return ops
+
+
+def _model_ops(s: _Shapes, tokens: int, sequences: int, prec: Precision) -> tuple[Op, Op, Op]:
+    """Embedding gather, final norm and LM head (on the last position of each sequence)."""
+    h, a = s.h, prec.a
+    emb = Op(
+        "embedding",
+        OpKind.EMBEDDING,
+        1,
+        0.0,
+        weight_bytes=tokens * h * prec.w,
+        act_write_bytes=tokens * h * a,
+        rows=tokens,
+        in_features=s.vocab,
+        out_features=h,
+    )
+    fnorm = Op(
+        "final_norm",
+        OpKind.NORM,
+        1,
+        _NORM_OPS * h * sequences,
+        h * NORM_WEIGHT_BYTES,
+        h * sequences * a,
+        h * sequences * a,
+    )
+    lm = Op(
+        "lm_head",
+        OpKind.GEMM,
+        1,
+        2.0 * sequences * h * s.vocab,
+        weight_bytes=h * s.vocab * prec.w,
+        act_read_bytes=h * sequences * a,
+        act_write_bytes=s.vocab * sequences * a,
+        rows=sequences,
+        in_features=h,
+        out_features=s.vocab,
+    )
+    return emb, fnorm, lm
+
+
+def _check_lens(seq_lens: Sequence[int]) -> tuple[int, ...]:
+    if isinstance(seq_lens, int | str | bytes) or not isinstance(seq_lens, Sequence):
+        raise SpecError("seq_lens", "must be a sequence of prompt lengths")
+    if not seq_lens:
+        raise SpecError("seq_lens", "must hold at least one prompt length")
+    return tuple(check_count(f"seq_lens[{i}]", s) for i, s in enumerate(seq_lens))
+
+
+def prefill_graph(
+    model: ModelSpec,
+    seq_lens: Sequence[int],
+    prec: Precision = FP16,
+    *,
+    fused_attention: bool = False,
+) -> PhaseGraph:
+    """Operators of prefilling the prompts ``seq_lens`` in one pass.
+
+    The prompts are packed: GEMMs run over all ``Σ s`` tokens at once, attention stays within
+    each prompt (``Σ s²`` score pairs per head for eager attention, ``Σ s(s+1)/2`` when fused
+    kernels skip the masked half).
+    """
+    lens = _check_lens(seq_lens)
+    return _prefill_cached(model, lens, prec, bool(fused_attention))
+
+
+@lru_cache(maxsize=4096)
+def _prefill_cached(
+    model: ModelSpec, lens: tuple[int, ...], prec: Precision, fused: bool
+) -> PhaseGraph:
+    s = _shapes(model)
+    tokens = sum(lens)
+    attended = sum(x * (x + 1) // 2 for x in lens) if fused else sum(x * x for x in lens)
+    emb, fnorm, lm = _model_ops(s, tokens, len(lens), prec)
+    ops = (emb, *_layer_ops(s, tokens, attended, tokens, prec, fused), fnorm, lm)
+    return PhaseGraph(Phase.PREFILL, ops, s.n_layers, tokens, len(lens), attended, tokens)
+
+
+def decode_graph(
+    model: ModelSpec,
+    batch: int,
+    kv_tokens: int,
+    prec: Precision = FP16,
+    *,
+    fused_attention: bool = False,
+) -> PhaseGraph:
+    """Operators of one decode iteration: ``batch`` sequences each generating one token,
+    with ``kv_tokens`` tokens already cached across the batch (before this step's tokens
+    are appended). Every new token attends to its own sequence's cache and itself, so the
+    pass reads ``kv_tokens + batch`` KV positions and scores as many pairs per head."""
+    check_count("batch", batch)
+    check_count("kv_tokens", kv_tokens, minimum=0, maximum=10**12)
+    return _decode_cached(model, batch, kv_tokens, prec, bool(fused_attention))
+
+
+@lru_cache(maxsize=8192)
+def _decode_cached(
+    model: ModelSpec, batch: int, kv_tokens: int, prec: Precision, fused: bool
+) -> PhaseGraph:
+    s = _shapes(model)
+    attended = kv_tokens + batch
+    emb, fnorm, lm = _model_ops(s, batch, batch, prec)
+    ops = (emb, *_layer_ops(s, batch, attended, attended, prec, fused), fnorm, lm)
+    return PhaseGraph(Phase.DECODE, ops, s.n_layers, batch, batch, attended, attended)
+
+
+def kv_cache_bytes(model: ModelSpec, tokens: int, kv_bits: int) -> float:
+    """Exact KV-cache bytes of ``tokens`` cached tokens:
+    2 × layers × KV heads × head dim × bytes × tokens."""
+    check_count("tokens", tokens, minimum=0, maximum=10**12)
+    if kv_bits not in KNOWN_BITS:
+        raise SpecError("kv_bits", f"unknown precision: {kv_bits!r} bits")
+    return model.kv_bytes_per_token(kv_bits) * tokens
