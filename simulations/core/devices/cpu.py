@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.graph import (
@@ -102,10 +103,15 @@ class CpuModel(DeviceModel):
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        g = decode_graph(model, batch, kv_tokens, self.precision, fused_attention=True)
-        attn = next(op for op in g.layer_ops if op.kind is OpKind.ATTENTION)
+        check_count("batch", batch, maximum=10**7)
+        check_count("kv_tokens", kv_tokens, minimum=0, maximum=10**12)
+        flops_per_pos, bytes_per_seq, bytes_per_pos = _attention_coeffs(model, self.precision)
+        attended = kv_tokens + batch
         kv_append = batch * model.kv_bytes_per_token(self.runtime.kv_bits) / model.n_layers
-        t = self.roofline_s(attn.flops, attn.bytes + kv_append) + self.launch_s
+        nbytes = bytes_per_seq * batch + bytes_per_pos * attended + kv_append
+        t = self.roofline_s(flops_per_pos * attended, nbytes) + self.launch_s
+        if len(self._cache) >= 65536:
+            self._cache.clear()
         self._cache[key] = t
         return t
 
@@ -180,3 +186,24 @@ class CpuModel(DeviceModel):
         self.check_fits(model, kv_tokens + batch)
         t = self._pass_s(g)
         return PhaseCost(t, t * self.power_w, g.flops, g.bytes)
+
+
+@lru_cache(maxsize=1024)
+def _attention_coeffs(model: ModelSpec, prec: Precision) -> tuple[float, float, float]:
+    """Per-layer fused decode attention of the operator graph as linear coefficients:
+    (FLOPs per attended position, bytes per sequence, bytes per attended position).
+
+    The graph's attention is linear in the attended positions (KV reads, score FLOPs) and in
+    the sequences (query reads, output writes); three small graphs pin the coefficients so
+    the CPU model follows :mod:`..graph`'s conventions without rebuilding a graph per call.
+    """
+
+    def attn(batch: int, kv: int) -> tuple[float, float]:
+        g = decode_graph(model, batch, kv, prec, fused_attention=True)
+        op = next(o for o in g.layer_ops if o.kind is OpKind.ATTENTION)
+        return op.flops, op.bytes
+
+    f1, b1 = attn(1, 0)  # 1 sequence, 1 attended position
+    _, b2 = attn(1, 1)  # 1 sequence, 2 attended positions
+    per_pos = b2 - b1
+    return f1, b1 - per_pos, per_pos
