@@ -210,6 +210,11 @@ class SharedMemoryBus:
         """The shared memory of a SoC (or of one of its components): its primary tier."""
         return cls(device.mem_bw_gbps, name=f"{device.slug}.memory")
 
+    @staticmethod
+    def alone_gbps(device: DeviceSpec, runtime: RuntimeProfile) -> float:
+        """What ``device`` reaches alone on its memory with ``runtime``: ``bw_eff`` × peak."""
+        return device.mem_bw_gbps * runtime.bw_eff
+
     def _utilisations(self, alone_gbps: Mapping[str, float]) -> dict[str, float]:
         out: dict[str, float] = {}
         for key, rate in alone_gbps.items():

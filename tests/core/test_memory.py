@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from simulations.core.catalog import builtin_catalog
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.memory import (
     LinkPath,
@@ -109,6 +110,16 @@ def test_gpu_and_npu_together_land_near_heterollm_measurement() -> None:
     together = SharedMemoryBus(SOC_PEAK).combined_gbps([GPU_ALONE, NPU_ALONE])
     assert GPU_ALONE < together < SOC_PEAK
     assert together == pytest.approx(59.1, rel=0.03)
+
+
+def test_catalog_phone_stacks_give_the_alone_rates_heterollm_cites() -> None:
+    cat = builtin_catalog()
+    bus = SharedMemoryBus.of(cat.device("snapdragon-8-gen-3"))
+    gpu = bus.alone_gbps(cat.device("adreno-750"), cat.runtime("w4a16-opencl-adreno"))
+    npu = bus.alone_gbps(cat.device("hexagon-npu"), cat.runtime("w4a16-qnn-hexagon"))
+    assert bus.peak_gbps == SOC_PEAK
+    assert gpu == pytest.approx(GPU_ALONE, rel=1e-3)
+    assert 40.0 <= npu <= 45.0
 
 
 def test_shares_sum_to_the_combined_bandwidth_and_keep_proportions() -> None:
