@@ -122,6 +122,7 @@ class Unit:
         exact: bool = False,
         timeline_cap: int | None = DEFAULT_TIMELINE_CAP,
         step_overhead_s: float = 0.0,
+        share_with: Unit | None = None,
     ) -> None:
         self.index = index
         self.placement = placement
@@ -142,14 +143,21 @@ class Unit:
                 f"({self.capacity / 1e9:.1f} GB)",
             )
         self.step_overhead_s = step_overhead_s
-        overhead_j = step_overhead_s * self.idle_w
+        self.curve: DecodeCurve
+        self._prefill_cache: dict[tuple[int, ...], PhaseCost]
+        if share_with is not None:
+            # Identical devices of one placement share what is learned about their costs.
+            self.curve = share_with.curve
+            self._prefill_cache = share_with._prefill_cache
+        else:
+            overhead_j = step_overhead_s * self.idle_w
 
-        def step_fn(batch: int, kv: int) -> tuple[float, float]:
-            c = dm.decode_step(model, batch, kv)
-            return c.seconds + step_overhead_s, c.joules + overhead_j
+            def step_fn(batch: int, kv: int) -> tuple[float, float]:
+                c = dm.decode_step(model, batch, kv)
+                return c.seconds + step_overhead_s, c.joules + overhead_j
 
-        self.curve = DecodeCurve(step_fn, exact=exact)
-        self._prefill_cache: dict[tuple[int, ...], PhaseCost] = {}
+            self.curve = DecodeCurve(step_fn, exact=exact)
+            self._prefill_cache = {}
         self.mem_used = self.weights
         self.mem_peak = self.weights
         self.free_at = 0.0
@@ -439,19 +447,21 @@ def build_units(
         dm = device_models(p.device, p.runtime)
         extra = step_overhead_s(p, dm) if step_overhead_s is not None else 0.0
         pos = placement_index[i] if placement_index is not None else i
+        first: Unit | None = None
         for _ in range(p.count):
-            units.append(
-                Unit(
-                    first_index + len(units),
-                    pos,
-                    p.device,
-                    p.runtime,
-                    p.role,
-                    dm,
-                    model,
-                    exact=exact,
-                    timeline_cap=timeline_cap,
-                    step_overhead_s=extra,
-                )
+            unit = Unit(
+                first_index + len(units),
+                pos,
+                p.device,
+                p.runtime,
+                p.role,
+                dm,
+                model,
+                exact=exact,
+                timeline_cap=timeline_cap,
+                step_overhead_s=extra,
+                share_with=first,
             )
+            first = first or unit
+            units.append(unit)
     return units

@@ -10,9 +10,13 @@ Roofline cost models are piecewise affine in the cached-token count for a fixed 
 (sums of ``max`` of affine terms). :class:`DecodeCurve` therefore learns ``f_B`` as a set
 of affine pieces, each *verified* by evaluating the model at its ends and at interior
 points (relative agreement within :data:`AFFINE_RTOL`), and sums a run in closed form.
-Where the model is not affine (e.g. a tile-quantised cost), pieces are split until short,
-and short pieces are evaluated point by point — slower, never wrong. Learned pieces are
-cached per batch size and reused by every later run.
+Where the model is not affine (e.g. an FPGA whose KV loads are tile-quantised, a
+staircase in ``K``), pieces are split until short and short pieces are tabulated; once a
+batch size has needed more than :data:`DENSE_AFTER_TABLES` tables, it switches to *dense*
+mode: the model is evaluated at every ``K`` a run touches (once per simulation — the
+values are bounded by the context window, not by the number of requests) and runs are
+summed from prefix sums per residue class ``K mod B``, in O(1) per run. Learned pieces
+and tables are cached per batch size and reused by every later run.
 
 ``exact=True`` turns all of this off and evaluates every step (the reference mode that the
 fast path is tested against).
@@ -28,6 +32,8 @@ from collections.abc import Callable
 AFFINE_RTOL = 1e-11
 #: Pieces shorter than this (in cached tokens) are not split further but tabulated.
 MIN_SPAN = 32
+#: A batch size whose cost needed more tables than this is summed from dense prefix sums.
+DENSE_AFTER_TABLES = 16
 
 StepFn = Callable[[int, int], tuple[float, float]]
 
@@ -44,6 +50,31 @@ class _Piece:
         self.table: dict[int, tuple[float, float]] | None = None
 
 
+class _Dense:
+    """Values of ``f_B`` at ``K = r + j·B`` for ``j`` in ``[lo, lo + len)``, as prefix sums
+    (``pre_s[i]`` = sum of the first ``i`` values)."""
+
+    __slots__ = ("lo", "pre_j", "pre_s", "vals")
+
+    def __init__(self) -> None:
+        self.lo = 0
+        self.vals: list[tuple[float, float]] = []
+        self.pre_s: list[float] = [0.0]
+        self.pre_j: list[float] = [0.0]
+
+    def _rebuild(self) -> None:
+        s = j = 0.0
+        pre_s = [0.0]
+        pre_j = [0.0]
+        for vs, vj in self.vals:
+            s += vs
+            j += vj
+            pre_s.append(s)
+            pre_j.append(j)
+        self.pre_s = pre_s
+        self.pre_j = pre_j
+
+
 class DecodeCurve:
     """Per-step decode cost of one device as a function of batch and cached tokens.
 
@@ -57,6 +88,9 @@ class DecodeCurve:
         self.exact = exact
         self._pieces: dict[int, list[_Piece]] = {}
         self._los: dict[int, list[int]] = {}
+        self._tables: dict[int, int] = {}
+        self._dense: dict[tuple[int, int], _Dense] = {}
+        self._memo: dict[tuple[int, int], tuple[float, float]] = {}
         self.evaluations = 0
 
     # -- model evaluations ---------------------------------------------------------------
@@ -72,31 +106,58 @@ class DecodeCurve:
     # -- piece learning ------------------------------------------------------------------
 
     def _fits(self, batch: int, a_s: float, b_s: float, a_j: float, b_j: float, k: int) -> bool:
-        s, j = self.step(batch, k)
+        s, j = self._val(batch, k)
         ps = a_s + b_s * k
         pj = a_j + b_j * k
         return abs(s - ps) <= AFFINE_RTOL * abs(s) and abs(j - pj) <= AFFINE_RTOL * abs(j)
 
+    def _val(self, batch: int, k: int) -> tuple[float, float]:
+        """A model value, memoised (learning pieces revisits ends and neighbours)."""
+        key = (batch, k)
+        v = self._memo.get(key)
+        if v is None:
+            v = self._memo[key] = self.step(batch, k)
+        return v
+
     def _new_piece(self, batch: int, lo: int, hi: int) -> list[_Piece]:
-        """Verified pieces covering exactly ``[lo, hi]``."""
-        if hi - lo < MIN_SPAN:
+        """Verified pieces covering exactly ``[lo, hi]``.
+
+        A range that is not affine is split where the tangents at its ends cross when the
+        cost bends upwards there (the kink of a roofline ``max``, found in one step), else
+        in the middle. Short ranges are verified point by point, or tabulated.
+        """
+        span = hi - lo
+        s0, j0 = self._val(batch, lo)
+        if span == 0:
             p = _Piece(lo, hi)
-            p.table = {}
+            p.a_s, p.a_j = s0, j0
             return [p]
-        s0, j0 = self.step(batch, lo)
-        s1, j1 = self.step(batch, hi)
-        b_s = (s1 - s0) / (hi - lo)
-        b_j = (j1 - j0) / (hi - lo)
+        s1, j1 = self._val(batch, hi)
+        b_s = (s1 - s0) / span
+        b_j = (j1 - j0) / span
         a_s = s0 - b_s * lo
         a_j = j0 - b_j * lo
-        span = hi - lo
-        probes = (lo + span // 2, lo + (span * 3) // 8, lo + (span * 5) // 7)
+        if span < MIN_SPAN:
+            probes: tuple[int, ...] | range = range(lo + 1, hi)
+        else:
+            probes = (lo + span // 2, lo + (span * 3) // 8, lo + (span * 5) // 7)
         if all(self._fits(batch, a_s, b_s, a_j, b_j, k) for k in probes):
             p = _Piece(lo, hi)
             p.a_s, p.b_s, p.a_j, p.b_j = a_s, b_s, a_j, b_j
             return [p]
-        mid = lo + span // 2
-        return self._new_piece(batch, lo, mid) + self._new_piece(batch, mid + 1, hi)
+        if span < MIN_SPAN:
+            p = _Piece(lo, hi)
+            p.table = {}
+            self._tables[batch] = self._tables.get(batch, 0) + 1
+            return [p]
+        cut = lo + span // 2
+        sl = self._val(batch, lo + 1)[0] - s0
+        sr = s1 - self._val(batch, hi - 1)[0]
+        if sr > sl:
+            x = (s1 - s0 - sr * hi + sl * lo) / (sl - sr)
+            if math.isfinite(x):
+                cut = min(max(math.floor(x), lo), hi - 1)
+        return self._new_piece(batch, lo, cut) + self._new_piece(batch, cut + 1, hi)
 
     def _extend(self, batch: int, piece: _Piece, hi: int) -> bool:
         """Try to extend an affine ``piece`` up to ``hi`` (verified on the new part)."""
@@ -162,13 +223,57 @@ class DecodeCurve:
                 k = k0 + i * batch
                 v = p.table.get(k)
                 if v is None:
-                    v = p.table[k] = self.step(batch, k)
+                    v = p.table[k] = self._val(batch, k)
                 s_tot += v[0]
                 j_tot += v[1]
             return s_tot, j_tot
         # sum of K over the steps: cnt·k0 + batch·(first·cnt + cnt(cnt-1)/2)
         ksum = cnt * k0 + batch * (first * cnt + cnt * (cnt - 1) // 2)
         return cnt * p.a_s + p.b_s * ksum, cnt * p.a_j + p.b_j * ksum
+
+    # -- dense mode ----------------------------------------------------------------------
+
+    def _is_dense(self, batch: int) -> bool:
+        return self._tables.get(batch, 0) > DENSE_AFTER_TABLES
+
+    def _dense_span(self, batch: int, k0: int, n: int) -> tuple[_Dense, int]:
+        """The dense table of ``k0``'s residue class covering the run, and the run's offset."""
+        r = k0 % batch
+        j0 = k0 // batch
+        j1 = j0 + n  # exclusive
+        d = self._dense.get((batch, r))
+        if d is None:
+            d = self._dense[(batch, r)] = _Dense()
+            d.lo = j0
+        hi = d.lo + len(d.vals)
+        if j0 < d.lo or j1 > hi:
+            if j0 < d.lo:
+                front = [self.step(batch, r + j * batch) for j in range(j0, d.lo)]
+                d.vals[0:0] = front
+                d.lo = j0
+                hi = d.lo + len(d.vals)
+            if j1 > hi:
+                d.vals.extend(self.step(batch, r + j * batch) for j in range(hi, j1))
+            d._rebuild()
+        return d, j0 - d.lo
+
+    def _dense_cost(self, batch: int, k0: int, n: int) -> tuple[float, float]:
+        d, a = self._dense_span(batch, k0, n)
+        return d.pre_s[a + n] - d.pre_s[a], d.pre_j[a + n] - d.pre_j[a]
+
+    def _dense_within(self, batch: int, k0: int, n: int, budget: float) -> tuple[int, float]:
+        d, a = self._dense_span(batch, k0, n)
+        pre = d.pre_s
+        base = pre[a]
+        m = bisect.bisect_right(pre, base + budget, a, a + n + 1) - 1 - a
+        m = max(0, min(m, n))
+        while m > 0 and pre[a + m] - base > budget:
+            m -= 1
+        while m < n and pre[a + m + 1] - base <= budget:
+            m += 1
+        return m, pre[a + m] - base
+
+    # -- public sums ---------------------------------------------------------------------
 
     def run_cost(self, batch: int, k0: int, n: int) -> tuple[float, float]:
         """Seconds and joules of ``n`` steps starting at ``k0`` cached tokens."""
@@ -181,6 +286,8 @@ class DecodeCurve:
                 s_tot += s
                 j_tot += j
             return s_tot, j_tot
+        if self._is_dense(batch):
+            return self._dense_cost(batch, k0, n)
         s_tot = j_tot = 0.0
         for p, first, cnt in self._segments(batch, k0, n):
             s, j = self._piece_sum(p, batch, k0, first, cnt)
@@ -200,6 +307,8 @@ class DecodeCurve:
                     return i, t
                 t += s
             return n, t
+        if self._is_dense(batch):
+            return self._dense_within(batch, k0, n, budget)
         t = 0.0
         for p, first, cnt in self._segments(batch, k0, n):
             s, _ = self._piece_sum(p, batch, k0, first, cnt)

@@ -53,11 +53,12 @@ LOGIT_BYTES = 2
 def apply_prefetch_ratio(dm: DeviceModel, ratio: int) -> DeviceModel:
     """The FPGA cost model ``dm`` with data-prefetch ratio ``ratio`` (§IV).
 
-    FPGA models expose ``with_prefetch_ratio(m)``; other kinds are returned unchanged.
+    FPGA models expose ``with_prefetch(m)`` (a cached sibling model); other kinds are
+    returned unchanged.
     """
     if dm.device.kind is not DeviceKind.FPGA:
         return dm
-    hook = getattr(dm, "with_prefetch_ratio", None)
+    hook = getattr(dm, "with_prefetch", None)
     if hook is None:
         raise SpecError(
             "options.prefetch_ratio",

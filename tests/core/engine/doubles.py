@@ -163,7 +163,7 @@ class FpgaDouble(RooflineDouble):
         super().__init__(device, rt)
         self.prefetch_ratio = prefetch_ratio
 
-    def with_prefetch_ratio(self, m: int) -> FpgaDouble:
+    def with_prefetch(self, m: int) -> FpgaDouble:
         return FpgaDouble(self.device, self.runtime, m)
 
     def _bw(self) -> float:

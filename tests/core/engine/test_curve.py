@@ -96,3 +96,26 @@ def test_it_rejects_a_model_that_returns_a_bad_cost() -> None:
     curve = DecodeCurve(lambda b, k: (float("nan"), 0.0))
     with pytest.raises(ValueError, match="bad step cost"):
         curve.run_cost(1, 10, 5)
+
+
+def test_a_roofline_kink_is_found_with_a_few_evaluations() -> None:
+    curve = DecodeCurve(roofline)
+    curve.run_cost(1, 1, 60_000)
+    assert curve.evaluations <= 20
+    assert not curve._is_dense(1)
+
+
+def test_a_staircase_switches_to_dense_prefix_sums_bounded_by_the_token_range() -> None:
+    curve = DecodeCurve(tiled)
+    for k0 in range(1, 3000, 37):  # many runs over the same range of cached tokens
+        s, _ = curve.run_cost(1, k0, 500)
+        assert s == pytest.approx(_exact(tiled, 1, k0, 500), rel=1e-12)
+    assert curve._is_dense(1)
+    assert curve.evaluations <= 2 * 3500
+    curve.run_cost(1, 100, 3000)
+    curve.steps_within(1, 50, 3000, 10.0)
+    before = curve.evaluations
+    for k0 in range(1, 3000, 37):
+        curve.run_cost(1, k0, 500)
+        curve.steps_within(1, k0, 500, 1.0)
+    assert curve.evaluations == before
