@@ -12,7 +12,8 @@ of affine pieces, each *verified* by evaluating the model at its ends and at int
 points (relative agreement within :data:`AFFINE_RTOL`), and sums a run in closed form.
 Where the model is not affine (e.g. an FPGA whose KV loads are tile-quantised, a
 staircase in ``K``), pieces are split until short and short pieces are tabulated; once a
-batch size has needed more than :data:`DENSE_AFTER_TABLES` tables, it switches to *dense*
+batch size has needed more than :data:`DENSE_AFTER_TABLES` tables or splits that were not
+at a convex kink, it switches to *dense*
 mode: the model is evaluated at every ``K`` a run touches (once per simulation — the
 values are bounded by the context window, not by the number of requests) and runs are
 summed from prefix sums per residue class ``K mod B``, in O(1) per run. Learned pieces
@@ -32,8 +33,9 @@ from collections.abc import Callable
 AFFINE_RTOL = 1e-11
 #: Pieces shorter than this (in cached tokens) are not split further but tabulated.
 MIN_SPAN = 32
-#: A batch size whose cost needed more tables than this is summed from dense prefix sums.
-DENSE_AFTER_TABLES = 16
+#: A batch size whose cost needed more tables or non-convex splits than this is summed
+#: from dense prefix sums.
+DENSE_AFTER_TABLES = 6
 
 StepFn = Callable[[int, int], tuple[float, float]]
 
@@ -150,13 +152,17 @@ class DecodeCurve:
             p.table = {}
             self._tables[batch] = self._tables.get(batch, 0) + 1
             return [p]
-        cut = lo + span // 2
+        cut = -1
         sl = self._val(batch, lo + 1)[0] - s0
         sr = s1 - self._val(batch, hi - 1)[0]
         if sr > sl:
             x = (s1 - s0 - sr * hi + sl * lo) / (sl - sr)
             if math.isfinite(x):
                 cut = min(max(math.floor(x), lo), hi - 1)
+        if cut < 0:
+            # Not a convex kink: a rough stretch, counted towards dense mode.
+            self._tables[batch] = self._tables.get(batch, 0) + 1
+            cut = lo + span // 2
         return self._new_piece(batch, lo, cut) + self._new_piece(batch, cut + 1, hi)
 
     def _extend(self, batch: int, piece: _Piece, hi: int) -> bool:
@@ -245,16 +251,21 @@ class DecodeCurve:
         if d is None:
             d = self._dense[(batch, r)] = _Dense()
             d.lo = j0
-        hi = d.lo + len(d.vals)
-        if j0 < d.lo or j1 > hi:
-            if j0 < d.lo:
-                front = [self.step(batch, r + j * batch) for j in range(j0, d.lo)]
-                d.vals[0:0] = front
-                d.lo = j0
-                hi = d.lo + len(d.vals)
-            if j1 > hi:
-                d.vals.extend(self.step(batch, r + j * batch) for j in range(hi, j1))
+        if j0 < d.lo:
+            front = [self.step(batch, r + j * batch) for j in range(j0, d.lo)]
+            d.vals[0:0] = front
+            d.lo = j0
             d._rebuild()
+        hi = d.lo + len(d.vals)
+        if j1 > hi:
+            new = [self.step(batch, r + j * batch) for j in range(hi, j1)]
+            d.vals.extend(new)
+            s_acc, j_acc = d.pre_s[-1], d.pre_j[-1]
+            for vs, vj in new:
+                s_acc += vs
+                j_acc += vj
+                d.pre_s.append(s_acc)
+                d.pre_j.append(j_acc)
         return d, j0 - d.lo
 
     def _dense_cost(self, batch: int, k0: int, n: int) -> tuple[float, float]:
