@@ -212,37 +212,45 @@ class FpgaModel(DeviceModel):
     # --- internals -----------------------------------------------------------------------
 
     def _stream(self, nbytes: float, per_ld: float) -> float:
-        """Seconds to move ``nbytes`` in LD/ST instructions of at most ``per_ld`` bytes."""
+        """Seconds to move ``nbytes`` striped over every pseudo-channel, each channel issuing
+        LD/ST instructions of at most ``per_ld`` bytes one after the other."""
         if nbytes <= 0:
             return 0.0
         d = self.design
-        n = math.ceil(nbytes / per_ld)
-        rounds = math.ceil(n / d.channels)
-        return rounds * (d.ld_overhead_s + nbytes / n / d.ch_bw)
+        per_ch = nbytes / d.channels
+        return math.ceil(per_ch / per_ld) * d.ld_overhead_s + per_ch / d.ch_bw
+
+    def _chunk_step(self, tiles: float, rows: int) -> tuple[float, float]:
+        """(steady-state time, pipeline fill) of one prefetch of ``tiles`` tiles per channel:
+        every channel loads its chunk (one weight LD, one metadata LD) while the MV engine
+        works on the previous chunks of all channels."""
+        d = self.design
+        chunk = tiles * (d.tile_w + d.tile_m)
+        n_ld = 2 if d.tile_m > 0 else 1
+        load = n_ld * d.ld_overhead_s + chunk / d.ch_bw
+        compute = d.channels * 2.0 * rows * tiles * (d.tile_w / self.precision.w) / d.ops_rate
+        # Double buffering needs two chunks in the channel's buffer; the part of a chunk
+        # that does not fit waits for the computation instead of overlapping it.
+        serial = min(1.0, max(0.0, (2.0 * chunk - d.buffer_ch) / chunk))
+        lo, hi = (load, compute) if load < compute else (compute, load)
+        return hi + serial * lo, lo
 
     def _gemm_decode(self, op: Op) -> float:
         """Prefetched weight + metadata loads pipelined with MV instructions."""
         d = self.design
         m = self.prefetch_ratio
-        n_tiles = math.ceil(op.weight_bytes / d.tile_w)
-        weights_per_tile = d.tile_w / self.precision.w
-        t = 0.0
-        first = 0.0
-        full, rest = divmod(n_tiles, m)
-        for tiles, count in ((m, full), (rest, 1 if rest else 0)):
-            if not count:
-                continue
-            chunk = tiles * (d.tile_w + d.tile_m)
-            n_ld = 2 if d.tile_m > 0 else 1
-            load = n_ld * d.ld_overhead_s + chunk / d.ch_bw
-            # One round: every channel delivers one chunk; the MV engine consumes them all.
-            compute = d.channels * 2.0 * op.rows * tiles * weights_per_tile / d.ops_rate
-            rounds = count / d.channels
-            serial = min(1.0, max(0.0, (2.0 * chunk - d.buffer_ch) / chunk))
-            lo, hi = (load, compute) if load < compute else (compute, load)
-            t += math.ceil(rounds) * (hi + serial * lo)
-            first = max(first, lo)
-        return t + first + self._stream(op.kv_write_bytes, d.tile_w)
+        tiles_per_ch = op.weight_bytes / d.tile_w / d.channels
+        full = math.floor(tiles_per_ch / m)
+        rest = tiles_per_ch - full * m
+        t = fill = 0.0
+        if full:
+            step, fill = self._chunk_step(m, op.rows)
+            t += full * step
+        if rest > 1e-12:
+            step, f = self._chunk_step(rest, op.rows)
+            t += step
+            fill = max(fill, f)
+        return t + fill + self._stream(op.kv_write_bytes, d.tile_w)
 
     def _decode_op(self, op: Op) -> float:
         d = self.design
@@ -250,13 +258,15 @@ class FpgaModel(DeviceModel):
         if op.kind is OpKind.GEMM:
             return self._gemm_decode(op)
         if op.kind is OpKind.EMBEDDING:
-            # One LD per gathered embedding row.
-            return self._stream(op.weight_bytes, op.weight_bytes / max(op.rows, 1))
+            # One LD per gathered row, rows spread over the channels.
+            rows = max(op.rows, 1)
+            row = op.weight_bytes / rows
+            return math.ceil(rows / d.channels) * (d.ld_overhead_s + row / d.ch_bw)
         load = self._stream(op.kv_read_bytes, d.tile_w) + self._stream(op.kv_write_bytes, d.tile_w)
         # Activations stay on chip during decode; KV tiles stream under the computation,
-        # which waits for the first tile (pipeline fill).
-        n_tiles = max(1, math.ceil(op.kv_read_bytes / d.tile_w))
-        return max(compute, load) + min(compute, load) / n_tiles
+        # which waits for the first round of tiles (pipeline fill).
+        first = min(1.0, d.channels * d.tile_w / op.kv_read_bytes) if op.kv_read_bytes else 1.0
+        return max(compute, load) + min(compute, load) * first
 
     def _prefill_op(self, op: Op) -> float:
         d = self.design

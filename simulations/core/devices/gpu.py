@@ -181,9 +181,9 @@ class GpuModel(DeviceModel):
 
     def timeline(self, graph: PhaseGraph) -> dict[str, float]:
         """Seconds of the pass split into compute-bound, memory-bound and waiting time."""
-        t_comp, t_mem, t_wait = self._split(graph)
+        seconds, t_comp, t_mem, t_wait = self._split(graph)
         return {
-            "seconds": t_comp + t_mem + t_wait,
+            "seconds": seconds,
             "compute_bound_s": t_comp,
             "memory_bound_s": t_mem,
             "host_wait_s": t_wait,
@@ -196,8 +196,8 @@ class GpuModel(DeviceModel):
         m = op.bytes / self.bw
         return OpTime(op.name, max(c, m), c, m, op.repeat)
 
-    def _split(self, g: PhaseGraph) -> tuple[float, float, float]:
-        """(compute-bound, memory-bound, waiting) seconds of one pass."""
+    def _split(self, g: PhaseGraph) -> tuple[float, float, float, float]:
+        """(seconds, compute-bound, memory-bound, waiting) seconds of one pass."""
         layer = g.layer_ops
         n_ops = len(layer)
         kpl = self.runtime.kernels_per_layer
@@ -211,26 +211,26 @@ class GpuModel(DeviceModel):
             per_op = launch
         else:
             per_op = launch * kpl / n_ops
-        glue = max(0, kpl - n_ops)
-        t_comp = t_mem = t_wait = 0.0
+        host_only = (max(0, kpl - n_ops) * g.n_layers + self.kernels_per_pass) * launch
+        seconds = t_comp = t_mem = 0.0
         rate, bw = self.ops_rate, self.bw
         for op in g.ops:
             c = op.flops / rate
             m = op.bytes / bw
-            busy = c if c >= m else m
-            wait = per_op - busy if per_op > busy else 0.0
             r = op.repeat
             if c >= m:
-                t_comp += busy * r
+                t_comp += c * r
+                seconds += (c if c > per_op else per_op) * r
             else:
-                t_mem += busy * r
-            t_wait += wait * r
-        t_wait += (glue * g.n_layers + self.kernels_per_pass) * launch
-        return t_comp, t_mem, t_wait
+                t_mem += m * r
+                seconds += (m if m > per_op else per_op) * r
+        seconds += host_only
+        # Waiting is what is left once the kernels' own time is taken out (never negative).
+        t_wait = max(0.0, seconds - t_comp - t_mem)
+        return seconds, t_comp, t_mem, t_wait
 
     def _cost(self, g: PhaseGraph) -> PhaseCost:
-        t_comp, t_mem, t_wait = self._split(g)
-        seconds = t_comp + t_mem + t_wait
+        seconds, t_comp, t_mem, t_wait = self._split(g)
         joules = self.p_compute * t_comp + self.p_memory * t_mem + self.p_wait * t_wait
         return PhaseCost(seconds=seconds, joules=joules, flops=g.flops, bytes=g.bytes)
 

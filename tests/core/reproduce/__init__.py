@@ -1,0 +1,1 @@
+"""Tests of the paper reproductions (simulations.core.reproduce)."""
