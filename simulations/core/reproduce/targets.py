@@ -254,6 +254,30 @@ for _sys, _vs, _thr, _cost, _tol in (
         "GLITCHES §V-B, Fig. 7",
     )
 
+# Fig. 8: KV-cache transfer GPU -> host -> U280 against the GPU prefill, over sequence lengths.
+# The paper states no numbers: "in most cases (especially with longer input tokens) ... the
+# data transmission latency is less than the GPU prefill latency" (§V-B).
+for _gpu in ("a100", "v100s"):
+    _add(
+        f"glitches.fig8.{_gpu}.longer_inputs_below_prefill",
+        f"{_gpu}: KV transfer below prefill at every longer input (1 = yes)",
+        "bool",
+        1.0,
+        0.0,
+        "GLITCHES §V-B, Fig. 8",
+        abs_tolerance=True,
+    )
+    _add(
+        f"glitches.fig8.{_gpu}.fraction_below_prefill",
+        f"{_gpu}: share of swept lengths with KV transfer below prefill ('most cases')",
+        "fraction",
+        1.0,
+        0.49,
+        "GLITCHES §V-B, Fig. 8",
+        abs_tolerance=True,
+        note="'most cases' read as more than half: within 0.49 of 1",
+    )
+
 # --- Neo --------------------------------------------------------------------------------------
 for _id, _q, _v in (
     ("neo.fig6.h100x2_llama3.1-70b_ac", "2xH100 + LLaMa-3.1-70B (AC) throughput at 2 s", 1.143),
