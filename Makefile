@@ -10,7 +10,7 @@ PORT ?= 8000
 export DJANGO_SETTINGS_MODULE ?= hetplanner.settings.local
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run worker test test-core lint format typecheck bench check-deploy clean
+.PHONY: help setup run worker beat test test-core lint format typecheck bench check-deploy clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -29,8 +29,12 @@ setup: $(STAMP) ## Create .venv, install, migrate and load the seed catalog
 run: setup ## Serve the dashboard on http://127.0.0.1:8000 with a Celery worker (embedded defaults)
 	$(PYTHON) manage.py runstack --host $(HOST) --port $(PORT)
 
-worker: $(STAMP) ## Start one Celery worker (add more on any host to scale out)
+worker: $(STAMP) ## Start one Celery worker (add more on any host to scale out; CONCURRENCY=n)
 	$(BIN)/celery -A hetplanner worker --loglevel=INFO --concurrency=$${CONCURRENCY:-2}
+
+beat: $(STAMP) ## Start the scheduler of the run reconciler (exactly one per deployment)
+	mkdir -p var
+	$(BIN)/celery -A hetplanner beat --loglevel=INFO --schedule var/celerybeat-schedule
 
 test: export DJANGO_SETTINGS_MODULE = hetplanner.settings.test
 test: $(STAMP) ## Run the whole test suite (core, integration with a real worker, browser)

@@ -192,8 +192,8 @@ def live_worker_factory(
 
 @pytest.fixture(scope="session")
 def live_worker(live_worker_factory: Callable[..., WorkerProcess]) -> WorkerProcess:
-    """One worker for the session; it also imports the integration tests' test doubles."""
-    return live_worker_factory(imports=("tests.integration.doubles",))
+    """One worker process for the session."""
+    return live_worker_factory()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -1,0 +1,95 @@
+"""Project-level checks: migrations in sync, deploy checks clean, compose file valid."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simulations.core import scenario as limits
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.integration
+
+
+def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_makemigrations_check_is_clean() -> None:
+    result = manage("makemigrations", "--check", "--dry-run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No changes detected" in result.stdout
+
+
+def test_check_deploy_on_production_settings_has_no_warnings() -> None:
+    result = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        env={
+            "DJANGO_SETTINGS_MODULE": "hetplanner.settings.production",
+            "DJANGO_SECRET_KEY": "k" * 20 + "-deploy-check-only-" + "q" * 30,
+            "DJANGO_ALLOWED_HOSTS": "planner.example.com",
+        },
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_compose_file_runs_web_worker_redis_and_postgres_from_one_image() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert {"web", "worker", "redis", "postgres"} <= set(services)
+    app_services = [name for name, svc in services.items() if "build" in svc]
+    assert {"web", "worker"} <= set(app_services)
+    assert {services[n]["build"] for n in app_services} == {"."}
+    assert len({services[n]["image"] for n in app_services}) == 1
+    assert "gunicorn" in services["web"]["command"]
+    assert "celery -A hetplanner worker" in services["worker"]["command"]
+    for name in app_services:
+        env = services[name]["environment"]
+        assert env["DATABASE_URL"].startswith("postgres://")
+        assert env["REDIS_URL"].startswith("redis://redis:")
+        assert env["DJANGO_SETTINGS_MODULE"] == "hetplanner.settings.production"
+        assert set(services[name]["depends_on"]) == {"postgres", "redis"}
+    assert services["postgres"]["image"].startswith("postgres:")
+    assert services["redis"]["image"].startswith("redis:")
+
+
+def test_dockerfile_serves_with_gunicorn_and_collects_static_files() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "collectstatic" in dockerfile
+    assert 'CMD ["gunicorn", "hetplanner.wsgi:application"' in dockerfile
+    assert (
+        "whitenoise.middleware.WhiteNoiseMiddleware"
+        in (ROOT / "hetplanner/settings/base.py").read_text()
+    )
+
+
+def test_readme_documents_the_two_commands_and_the_input_limits() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "make run" in readme and "make test" in readme
+    for name in (
+        "MAX_REQUESTS",
+        "MAX_SYSTEMS",
+        "MAX_PLACEMENTS_PER_SYSTEM",
+        "MAX_DEVICES_PER_SYSTEM",
+        "MAX_TOKENS",
+        "MAX_TRACE_ROWS",
+    ):
+        value = getattr(limits, name)
+        assert f"{value:,}" in readme, f"README does not state {name} = {value:,}"
