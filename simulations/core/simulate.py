@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import SpecError
 from .policies import get_policy
 from .policies.base import ProgressFn
 from .spec import ScenarioSpec
@@ -18,7 +19,9 @@ def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> d
     Each system also gets a ``numpy.random.Generator`` for policy-internal randomness, derived
     from the seed and the system's position, so results are deterministic and independent.
     ``progress`` receives a fraction in [0, 1]. Raises UnknownPolicyError before any work
-    if a system names a policy the core does not implement.
+    if a system names a policy the core does not implement. A SpecError (or CapacityError)
+    from a system's run is re-raised with its field prefixed by ``systems[i].`` (unless it
+    names the workload or model, which all systems share) and the system's name appended.
     """
     from . import policies as _policies  # noqa: F401  (fills the registry)
 
@@ -32,9 +35,17 @@ def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> d
             if progress is not None:
                 progress((i + min(max(frac, 0.0), 1.0)) / n)
 
-        results.append(
-            cls().run(system, scenario.model, scenario.workload, scenario.slo, rng, sub_progress)
-        )
+        try:
+            results.append(
+                cls().run(
+                    system, scenario.model, scenario.workload, scenario.slo, rng, sub_progress
+                )
+            )
+        except SpecError as exc:
+            field = exc.field
+            if not field.startswith(("systems[", "workload", "model")):
+                field = f"systems[{i}].{field}"
+            raise type(exc)(field, f"{exc.message} (system {system.name!r})") from exc
     if progress is not None:
         progress(1.0)
     return {"scenario": scenario.name, "model": scenario.model.slug, "systems": results}

@@ -1,0 +1,240 @@
+"""``manage.py simulate SCENARIO.json [--format json|table]`` (DESIGN.md §2–4).
+
+Reads a scenario document, validates it against the database catalog
+(:func:`simulations.core.scenario.parse_scenario` with
+:func:`simulations.adapters.catalog_from_db`), runs every system on the simulation core and
+prints the result document: as JSON on stdout (``--format json``, the default DESIGN.md §4
+shape; non-finite numbers become ``null``), or as a table no wider than 80 columns with
+each metric of each system beside the first system's (the baseline) as a ratio
+(``--format table``). Trace names in the document resolve to uploaded traces, else to
+Azure-format CSV files relative to the scenario file's folder.
+
+A progress bar (tqdm) goes to stderr — by default only when stderr is a terminal
+(``--progress``/``--no-progress`` force it) — so stdout stays clean JSON. Invalid input
+exits with status 1 and a message naming each offending field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from simulations.adapters import catalog_from_db, traces_from_db
+from simulations.core.errors import ScenarioValidationError, SpecError, UnknownPolicyError
+from simulations.core.scenario import parse_scenario, trace_names
+from simulations.core.simulate import simulate
+
+WIDTH = 80
+LABEL = 24
+COLUMN = 18
+PER_BLOCK = (WIDTH - LABEL) // COLUMN  # systems side by side
+
+
+def _finite(v: Any) -> Any:
+    """Replace non-finite floats (recursively) by None so the output is valid JSON."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): _finite(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_finite(x) for x in v]
+    return v
+
+
+def _num(v: Any) -> str:
+    """A number in at most 9 characters."""
+    if v is None or isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return "n/a"
+    a = abs(v)
+    if a != 0 and (a >= 1e6 or a < 1e-3):
+        return f"{v:.2e}"
+    if a >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.4g}"
+
+
+def _ratio(v: Any, base: Any) -> str:
+    ok = (
+        isinstance(v, int | float)
+        and isinstance(base, int | float)
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and math.isfinite(base)
+        and base != 0
+    )
+    if not ok:
+        return ""
+    r = v / base
+    return f"{r:.2f}×" if r < 100 else f"{r:.0f}×"
+
+
+#: (label, getter) rows of the comparison table.
+ROWS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("throughput (tok/s)", lambda s: s.get("throughput_tok_s")),
+    ("prompt (tok/s)", lambda s: s.get("prompt_tok_s")),
+    ("requests/s", lambda s: s.get("requests_per_s")),
+    *[
+        (f"{name} {q} ({unit})", lambda s, k=key, q=q: (s.get(k) or {}).get(q))
+        for name, key, unit in (
+            ("TTFT", "ttft_ms", "ms"),
+            ("TPOT", "tpot_ms", "ms"),
+            ("E2E", "e2e_s", "s"),
+        )
+        for q in ("mean", "p50", "p90", "p99")
+    ],
+    ("capex ($)", lambda s: s.get("capex_usd")),
+    ("cost eff (tok/s/$)", lambda s: s.get("cost_efficiency_tok_s_per_usd")),
+    ("avg power (W)", lambda s: s.get("avg_power_w")),
+    ("energy (J/tok)", lambda s: s.get("energy_j_per_token")),
+    ("energy eff (tok/s/W)", lambda s: s.get("energy_efficiency_tok_s_per_w")),
+    ("SLO attainment", lambda s: s.get("slo_attainment")),
+]
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_table(result: dict[str, Any]) -> str:
+    """The result document as text no wider than 80 columns (ratios against system 1)."""
+    systems: list[dict[str, Any]] = result["systems"]
+    base = systems[0]
+    lines = [
+        _clip(f"Scenario: {result.get('scenario', '')}  (model {result.get('model', '')})", WIDTH),
+        _clip(f"Ratios: each system / the baseline, the first system ({base['name']}).", WIDTH),
+        "Lower is better for latency, capex, power and J/token; higher for the rest.",
+    ]
+    others = systems[1:] or []
+    blocks: list[Sequence[dict[str, Any]]] = [
+        [base, *others[i : i + PER_BLOCK - 1]] for i in range(0, max(len(others), 1), PER_BLOCK - 1)
+    ]
+    for block in blocks:
+        lines.append("")
+        head = f"{'metric':<{LABEL}}" + "".join(
+            f"{_clip(s['name'], COLUMN - 1):>{COLUMN}}" for s in block
+        )
+        lines.append(head)
+        lines.append("-" * len(head))
+        for label, get in ROWS:
+            cells = []
+            for i, s in enumerate(block):
+                v = get(s)
+                r = "" if i == 0 else _ratio(v, get(base))
+                cells.append(f"{_num(v):>10}{r:>{COLUMN - 10}}" if r else f"{_num(v):>{COLUMN}}")
+            lines.append(f"{label:<{LABEL}}" + "".join(cells))
+    for s in systems:
+        lines.append("")
+        lines.append(_clip(f"{s['name']} ({s.get('policy', '')}): devices", WIDTH))
+        for d in s.get("devices", []):
+            role = f" [{d['role']}]" if d.get("role") else ""
+            busy = d.get("busy_fraction")
+            text = (
+                f"  {d['count']}× {d['device']}{role}: busy {busy:.1%}, "
+                f"energy {_num(d.get('energy_j'))} J"
+            )
+            lines.append(_clip(text, WIDTH))
+    return "\n".join(lines)
+
+
+class _Progress:
+    """tqdm bar on stderr fed by the core's progress fractions."""
+
+    def __init__(self, enabled: bool | None) -> None:
+        self.bar = tqdm(
+            total=100,
+            file=sys.stderr,
+            disable=(not sys.stderr.isatty()) if enabled is None else not enabled,
+            unit="%",
+            desc="simulating",
+            leave=False,
+        )
+        self.done = 0
+
+    def __call__(self, fraction: float) -> None:
+        pct = int(min(max(fraction, 0.0), 1.0) * 100)
+        if pct > self.done:
+            self.bar.update(pct - self.done)
+            self.done = pct
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _validation_message(exc: ScenarioValidationError) -> str:
+    lines = [f"  {path}: {'; '.join(msgs)}" for path, msgs in exc.errors.items()]
+    return "invalid scenario:\n" + "\n".join(lines)
+
+
+class Command(BaseCommand):
+    """Run a scenario document on the simulation core and print the results."""
+
+    help = "Simulate SCENARIO.json and print each system's metrics (JSON or an 80-column table)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("scenario", help="path to a scenario document (DESIGN.md §3)")
+        parser.add_argument("--format", choices=("json", "table"), default="json")
+        group = parser.add_mutually_exclusive_group()
+        group.add_argument(
+            "--progress",
+            dest="progress",
+            action="store_true",
+            default=None,
+            help="always show the progress bar on stderr",
+        )
+        group.add_argument(
+            "--no-progress",
+            dest="progress",
+            action="store_false",
+            help="never show the progress bar",
+        )
+
+    def _load(self, path: Path) -> Any:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        except UnicodeDecodeError:
+            raise CommandError(f"{path}: not UTF-8 text") from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CommandError(
+                f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path = Path(options["scenario"])
+        doc = self._load(path)
+        catalog = catalog_from_db()
+        try:
+            spec = parse_scenario(
+                doc,
+                catalog,
+                traces=traces_from_db(trace_names(doc)),
+                trace_dir=path.resolve().parent,
+            )
+        except ScenarioValidationError as exc:
+            msg = _validation_message(exc)
+            if not catalog.models:
+                msg += "\n(the catalog is empty: run `manage.py seed_catalog` or `make setup`)"
+            raise CommandError(msg) from None
+        progress = _Progress(options["progress"])
+        try:
+            result = simulate(spec, progress=progress)
+        except UnknownPolicyError as exc:
+            raise CommandError(str(exc)) from None
+        except SpecError as exc:
+            raise CommandError(f"{exc.field}: {exc.message}") from None
+        finally:
+            progress.close()
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(_finite(result), indent=2, allow_nan=False))
+        else:
+            self.stdout.write(render_table(_finite(result)))
