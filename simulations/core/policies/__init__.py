@@ -6,6 +6,7 @@ Importing this package imports every policy module so the registry is complete.
 from . import (
     glitches,  # noqa: F401  (registers "glitches")
     h2m2,  # noqa: F401  (registers "h2m2")
+    heterollm,  # noqa: F401  (registers "heterollm")
     homogeneous,  # noqa: F401  (registers "homogeneous")
 )
 from .base import OptionSpec, Policy, RoleSpec, get_policy, policy_names, register

@@ -1,0 +1,404 @@
+"""HeteroLLM's execution modes, its decider and its inference engine on one SoC (§4, §5).
+
+A forward pass is the operator graph (:mod:`simulations.core.graph`) run kernel by kernel.
+The *decider* (§4.3) places every kernel by mode, phase and sequence length:
+
+``gpu-only``
+    Every kernel on the GPU (the PPL-OpenCL baseline, §5).
+``npu-only``
+    Every Matmul wholly on the NPU, in both phases, never shared with the GPU — the §5.2.2
+    baselines. Prompt lengths without a prepared graph are handled by ``static_graphs``:
+    ``padding`` (pad to the smallest prepared graph), ``pipe`` (multi-sequence-length
+    cutting without the GPU: prepared graphs in a row, the margin padded to the smallest
+    graph) or ``online-prepare`` (graphs built for the prompt, whose preparation time is paid
+    per request). The other operators stay on the GPU, where HeteroLLM's engine runs them
+    (§4, Fig. 7); running the *whole* model on the NPU is the ``homogeneous`` policy on the
+    NPU device (:meth:`~simulations.core.devices.npu.NpuModel.prefill`).
+``hetero-layer``
+    Layer-level heterogeneous execution (§4): norms, RoPE, attention and activations on the
+    GPU; each Matmul on whichever backend the §4.3 objective prefers as a whole kernel —
+    the NPU in the permuted order in prefill, the GPU in decode (§5.3). Prompt lengths
+    without a graph use ``static_graphs``.
+``hetero-tensor``
+    Tensor-level execution (§4.1): the same placement of non-Matmul kernels; every Matmul
+    partitioned by the solver (:mod:`.solver`) — row-, sequence-length, multi-sequence-length
+    or hybrid-cutting in prefill, row-cutting in decode.
+
+*Synchronisation* (§3.1, §4.2) is charged per kernel boundary whose two kernels do not run
+on the same single processor (a kernel split over both processors forks and joins):
+conventional synchronisation costs a copy (``clEnqueueWriteBuffer``, fixed ≈400 µs) plus the
+refill of the drained GPU queue (50–100 µs) at every such boundary; fast synchronisation
+(shared buffers, predicted sleep then polling) costs only the submission of the next GPU
+kernel to an empty queue when a GPU kernel waits for the NPU in the NPU-dominant prefill,
+and nothing in the GPU-dominant decode, where the next GPU kernel is already queued
+(:class:`~simulations.core.memory.UnifiedMemorySync`).
+
+The solver's ``T_sync + T_copy`` for a kernel is the cost of the two boundaries of a kernel
+that uses the NPU between two GPU kernels, under the synchronisation the plan is made for
+(``plan_for_fast_sync``: HeteroLLM's plans are made for its fast synchronisation; running
+them with conventional synchronisation is the paper's "w/o fast sync" ablation, Figs. 15, 17).
+
+*Energy* (§5.6): each processor draws its stack's active power while it is busy (GPU:
+``power_compute_frac``/``power_memory_frac`` × TDP by the roofline side of its kernel; NPU:
+``active_power_w``) and its idle power otherwise; the CPU control plane's power is not
+published and not counted.
+
+Deviations: kernels run one after another in graph order (no overlap of independent
+kernels beyond the GPU/NPU halves of one partitioned kernel); NPU graph launches cost
+nothing beyond the NPU model; graph preparation (online-prepare) occupies neither processor
+(it runs in the CPU-side compiler) and is charged as latency only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any, Literal
+
+from simulations.core.devices.gpu import OpTime
+from simulations.core.errors import SpecError
+from simulations.core.graph import OpKind, PhaseGraph, decode_graph, prefill_graph
+from simulations.core.spec import ModelSpec, check_count
+
+from .soc import HeteroSoc
+from .solver import Gemm, Partition, PartitionSolver, Scope, StaticGraphs
+
+Mode = Literal["gpu-only", "npu-only", "hetero-layer", "hetero-tensor"]
+MODES: tuple[str, ...] = ("gpu-only", "npu-only", "hetero-layer", "hetero-tensor")
+STATIC_GRAPHS: tuple[str, ...] = ("padding", "pipe", "online-prepare")
+
+GPU, NPU, BOTH = "gpu", "npu", "gpu+npu"
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRun:
+    """One kernel of a pass: where it ran, how long, what it drew (per instance)."""
+
+    name: str
+    kind: str
+    repeat: int
+    procs: str
+    seconds: float
+    gpu_busy_s: float
+    npu_busy_s: float
+    gpu_j: float
+    npu_j: float
+    bytes: float
+    partition: Partition | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Row of the per-kernel placement table."""
+        row: dict[str, Any] = {
+            "kernel": self.name,
+            "kind": self.kind,
+            "repeat": self.repeat,
+            "backend": self.procs,
+            "ms": self.seconds * 1e3,
+            "gpu_busy_ms": self.gpu_busy_s * 1e3,
+            "npu_busy_ms": self.npu_busy_s * 1e3,
+        }
+        if self.partition is not None:
+            row.update(self.partition.as_dict())
+        else:
+            row["strategy"] = self.procs
+        return row
+
+
+@dataclass(frozen=True)
+class PhaseRun:
+    """One prefill or decode pass of a mode: time, synchronisation, energy by processor."""
+
+    phase: str
+    mode: str
+    tokens: int
+    seconds: float
+    sync_s: float
+    syncs: int
+    prepare_s: float
+    gpu_busy_s: float
+    npu_busy_s: float
+    gpu_j: float
+    npu_j: float
+    bytes: float
+    matmul_s: float
+    matmul_bytes: float
+    flops: float
+    kernels: tuple[KernelRun, ...] = field(default=())
+
+    @property
+    def joules(self) -> float:
+        """Energy of both processors over the pass (idle draw included)."""
+        return self.gpu_j + self.npu_j
+
+    @property
+    def avg_power_w(self) -> float:
+        """Average power over the pass."""
+        return self.joules / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def matmul_gbps(self) -> float:
+        """Memory bandwidth the SoC delivers while the Matmuls run (GB/s)."""
+        return self.matmul_bytes / self.matmul_s / 1e9 if self.matmul_s > 0 else 0.0
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-friendly totals of the pass."""
+        return {
+            "phase": self.phase,
+            "mode": self.mode,
+            "tokens": self.tokens,
+            "token_kind": "prompt" if self.phase == "prefill" else "generated",
+            "latency_ms": self.seconds * 1e3,
+            "tok_s": self.tokens / self.seconds,
+            "sync_ms": self.sync_s * 1e3,
+            "syncs": self.syncs,
+            "graph_prepare_ms": self.prepare_s * 1e3,
+            "gpu_busy_ms": self.gpu_busy_s * 1e3,
+            "npu_busy_ms": self.npu_busy_s * 1e3,
+            "gpu_energy_j": self.gpu_j,
+            "npu_energy_j": self.npu_j,
+            "avg_power_w": self.avg_power_w,
+            "energy_j_per_token": self.joules / self.tokens,
+            "tok_s_per_w": (self.tokens / self.seconds) / self.avg_power_w
+            if self.avg_power_w > 0
+            else None,
+            "matmul_bandwidth_gbps": self.matmul_gbps,
+        }
+
+
+class Decider:
+    """Places and times every kernel of a pass for one mode (HeteroLLM §4.3 "decider").
+
+    Plans are cached per (phase, token count); the caches live on the instance.
+    """
+
+    def __init__(
+        self,
+        soc: HeteroSoc,
+        model: ModelSpec,
+        mode: str = "hetero-tensor",
+        *,
+        static_graphs: str = "padding",
+        fast_sync: bool = True,
+        plan_for_fast_sync: bool = True,
+    ) -> None:
+        if mode not in MODES:
+            raise SpecError("options.mode", f"must be one of {', '.join(MODES)}")
+        if static_graphs not in STATIC_GRAPHS:
+            raise SpecError("options.static_graphs", f"must be one of {', '.join(STATIC_GRAPHS)}")
+        self.soc = soc
+        self.model = model
+        self.mode = mode
+        self.static: StaticGraphs = static_graphs  # type: ignore[assignment]
+        self.fast_sync = bool(fast_sync)
+        plan_fast = self.fast_sync or bool(plan_for_fast_sync)
+        self.plan_fast = plan_fast
+        self.solvers = {
+            phase: PartitionSolver(soc, self.handover_s(phase == "decode", fast=plan_fast))
+            for phase in ("prefill", "decode")
+        }
+        self._prefill: dict[int, PhaseRun] = {}
+        self._decode: dict[tuple[int, int], PhaseRun] = {}
+
+    # --- synchronisation -----------------------------------------------------------------
+
+    def boundary_s(self, a: str, b: str, *, decode: bool, fast: bool | None = None) -> float:
+        """Cost of the boundary between a kernel on ``a`` and the next on ``b``."""
+        if a == b and a != BOTH:
+            return 0.0
+        sync = self.soc.sync
+        if not (self.fast_sync if fast is None else fast):
+            return sync.conventional_s()
+        if GPU in b and NPU in a:
+            return sync.fast_s(gpu_dominant=decode)
+        return 0.0
+
+    def handover_s(self, decode: bool, *, fast: bool) -> float:
+        """The solver's ``T_sync + T_copy``: a partitioned kernel between GPU kernels."""
+        return self.boundary_s(GPU, BOTH, decode=decode, fast=fast) + self.boundary_s(
+            BOTH, GPU, decode=decode, fast=fast
+        )
+
+    # --- passes ----------------------------------------------------------------------------
+
+    def prefill(self, seq: int) -> PhaseRun:
+        """One prompt of ``seq`` tokens (its first token included)."""
+        check_count("seq", seq, maximum=self.model.max_context)
+        hit = self._prefill.get(seq)
+        if hit is None:
+            self.soc.npu.check_fits(self.model, seq)
+            g = prefill_graph(
+                self.model, [seq], self.soc.precision, fused_attention=self.soc.gpu.fused_attention
+            )
+            hit = self._decide(g, "prefill", seq)
+            self._prefill[seq] = hit
+        return hit
+
+    def decode(self, batch: int, kv_tokens: int) -> PhaseRun:
+        """One decode iteration of ``batch`` sequences over ``kv_tokens`` cached tokens."""
+        key = (batch, kv_tokens)
+        hit = self._decode.get(key)
+        if hit is None:
+            self.soc.npu.check_fits(self.model, kv_tokens + batch)
+            g = decode_graph(
+                self.model,
+                batch,
+                kv_tokens,
+                self.soc.precision,
+                fused_attention=self.soc.gpu.fused_attention,
+            )
+            hit = self._decide(g, "decode", batch)
+            if len(self._decode) > 65536:
+                self._decode.clear()
+            self._decode[key] = hit
+        return hit
+
+    # --- GPU / hetero modes --------------------------------------------------------------------
+
+    def scopes(self, decode: bool) -> tuple[Scope, ...]:
+        """Whole-pass plans the decider compares for this mode and phase, preferred first.
+
+        ``hetero-tensor`` and ``hetero-layer`` also weigh the plans of the modes they contain
+        (the solver's per-kernel ``T_sync`` is the paper's approximation; the boundaries a
+        pass actually pays depend on its neighbouring kernels), so neither is ever slower
+        than keeping every Matmul on one backend.
+        """
+        if self.mode == "gpu-only":
+            return ("gpu",)
+        if self.mode == "npu-only":
+            return ("npu",)
+        if self.mode == "hetero-layer":
+            return ("layer", "npu", "gpu")
+        return ("rows" if decode else "tensor", "layer", "npu", "gpu")
+
+    def _decide(self, g: PhaseGraph, phase: str, tokens: int) -> PhaseRun:
+        """Run every candidate plan under the synchronisation the plan is made for, keep the
+        fastest (ties: the earlier, more heterogeneous one), and run it with the
+        synchronisation in use."""
+        runs = [
+            self._run(g, phase, tokens, sc, fast=self.plan_fast)
+            for sc in self.scopes(phase == "decode")
+        ]
+        best = min(range(len(runs)), key=lambda i: (runs[i].seconds, i))
+        if self.plan_fast == self.fast_sync:
+            return runs[best]
+        return self._run(
+            g, phase, tokens, self.scopes(phase == "decode")[best], fast=self.fast_sync
+        )
+
+    def _gemm_run(
+        self, op_name: str, g: Gemm, repeat: int, decode: bool, scope: Scope
+    ) -> KernelRun:
+        solver = self.solvers["decode" if decode else "prefill"]
+        p = solver.solve(g, scope, self.static, decode=decode)
+        gpu = self.soc.gpu
+        p_gpu = gpu.p_compute if p.gpu_compute_bound else gpu.p_memory
+        idle_g = gpu.idle_power_w * (p.compute_s - p.gpu_busy_s)
+        idle_n = self.soc.npu.idle_power_w * (p.compute_s - p.npu_busy_s)
+        return KernelRun(
+            op_name,
+            OpKind.GEMM.value,
+            repeat,
+            p.procs,
+            p.compute_s,
+            p.gpu_busy_s,
+            p.npu_busy_s,
+            p_gpu * p.gpu_busy_s + idle_g,
+            self.soc.npu.power_w * p.npu_busy_s + idle_n,
+            p.gpu_bytes + p.npu_bytes,
+            p,
+        )
+
+    def _gpu_run(self, t: OpTime, kind: str, nbytes: float) -> KernelRun:
+        gpu = self.soc.gpu
+        power = gpu.p_compute if t.bound == "compute" else gpu.p_memory
+        return KernelRun(
+            t.name,
+            kind,
+            t.repeat,
+            GPU,
+            t.seconds,
+            t.seconds,
+            0.0,
+            power * t.seconds,
+            self.soc.npu.idle_power_w * t.seconds,
+            nbytes,
+        )
+
+    def _run(self, g: PhaseGraph, phase: str, tokens: int, scope: Scope, *, fast: bool) -> PhaseRun:
+        """Time one pass with every Matmul placed within ``scope``."""
+        decode = phase == "decode"
+        times = self.soc.gpu.op_times(g)
+        runs: list[KernelRun] = []
+        for op, t in zip(g.ops, times, strict=True):
+            if op.kind is OpKind.GEMM:
+                gemm = Gemm(op.name, op.rows, op.in_features, op.out_features)
+                runs.append(self._gemm_run(op.name, gemm, op.repeat, decode, scope))
+            else:
+                runs.append(self._gpu_run(t, op.kind.value, op.bytes))
+        pre, layer, post = runs[:1], runs[1:-2], runs[-2:]
+        n_layers = g.n_layers
+        bounds: list[tuple[str, str, int]] = []
+        bounds.append((pre[-1].procs, layer[0].procs, 1))
+        for ka, kb in pairwise(layer):
+            bounds.append((ka.procs, kb.procs, n_layers))
+        bounds.append((layer[-1].procs, layer[0].procs, n_layers - 1))
+        bounds.append((layer[-1].procs, post[0].procs, 1))
+        bounds.append((post[0].procs, post[1].procs, 1))
+        sync_s = 0.0
+        syncs = 0
+        for a, b, count in bounds:
+            cost = self.boundary_s(a, b, decode=decode, fast=fast)
+            if a != b or a == BOTH:
+                syncs += count
+            sync_s += cost * count
+        compute = sum(r.seconds * r.repeat for r in runs)
+        gpu_busy = sum(r.gpu_busy_s * r.repeat for r in runs)
+        npu_busy = sum(r.npu_busy_s * r.repeat for r in runs)
+        # Idle draw while both wait on a synchronisation.
+        idle_j = (self.soc.gpu.idle_power_w, self.soc.npu.idle_power_w)
+        prepare = 0.0
+        if not decode and any(
+            r.partition is not None and r.partition.strategy == "online-prepare" for r in runs
+        ):
+            prepare = self.soc.npu.graph_prepare_s(self.model, tokens)
+        seconds = compute + sync_s + prepare
+        gemms = [r for r in runs if r.partition is not None]
+        return PhaseRun(
+            phase=phase,
+            mode=self.mode,
+            tokens=tokens,
+            seconds=seconds,
+            sync_s=sync_s,
+            syncs=syncs,
+            prepare_s=prepare,
+            gpu_busy_s=gpu_busy,
+            npu_busy_s=npu_busy,
+            gpu_j=sum(r.gpu_j * r.repeat for r in runs) + idle_j[0] * (sync_s + prepare),
+            npu_j=sum(r.npu_j * r.repeat for r in runs) + idle_j[1] * (sync_s + prepare),
+            bytes=sum(r.bytes * r.repeat for r in runs),
+            matmul_s=sum(r.seconds * r.repeat for r in gemms),
+            matmul_bytes=sum(r.bytes * r.repeat for r in gemms),
+            flops=g.flops,
+            kernels=tuple(runs),
+        )
+
+
+def prefill_tok_s(decider: Decider, seq: int) -> float:
+    """Prompt tokens per second of one ``seq``-token prefill (HeteroLLM's prefill speed)."""
+    return seq / decider.prefill(seq).seconds
+
+
+def decode_tok_s(decider: Decider, kv_tokens: int, batch: int = 1) -> float:
+    """Generated tokens per second of decode at ``kv_tokens`` cached tokens."""
+    return batch / decider.decode(batch, kv_tokens).seconds
+
+
+def placement_table(run: PhaseRun) -> list[dict[str, Any]]:
+    """The per-kernel backend placement of a pass (for charts)."""
+    return [r.as_dict() for r in run.kernels]
+
+
+def lens_tuple(seq_lens: Sequence[int]) -> tuple[int, ...]:
+    """Prompt lengths as a tuple of counts (SpecError naming the bad entry)."""
+    return tuple(check_count(f"seq_lens[{i}]", int(s)) for i, s in enumerate(seq_lens))
