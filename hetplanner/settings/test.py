@@ -24,6 +24,12 @@ STORAGES = {
 HETPLANNER_TEST_SESSION = env("HETPLANNER_TEST_SESSION", default=str(os.getpid()))
 TEST_TMP_DIR = Path(tempfile.gettempdir()) / f"hetplanner-test-{HETPLANNER_TEST_SESSION}"
 
+# Whitenoise serves the apps' static files straight from their folders (no collectstatic).
+STATIC_ROOT = TEST_TMP_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True
+
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not :memory:, so a worker process can open the same test database.
     TEST_TMP_DIR.mkdir(parents=True, exist_ok=True)

@@ -31,10 +31,11 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
 
 
 def stop_processes(procs: list[subprocess.Popen[bytes]], grace_s: float = STOP_GRACE_S) -> None:
-    """SIGTERM each child's process group, then SIGKILL whatever is left after ``grace_s``."""
+    """SIGTERM each child (Celery then shuts its pool down warmly), SIGKILL its process group
+    if it is still there after ``grace_s``, and reap whatever is left of the group."""
     for proc in procs:
         if proc.poll() is None:
-            _signal_group(proc, signal.SIGTERM)
+            proc.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     for proc in procs:
         try:
@@ -42,6 +43,7 @@ def stop_processes(procs: list[subprocess.Popen[bytes]], grace_s: float = STOP_G
         except subprocess.TimeoutExpired:
             _signal_group(proc, signal.SIGKILL)
             proc.wait()
+        _signal_group(proc, signal.SIGKILL)
 
 
 class Command(BaseCommand):
