@@ -546,7 +546,7 @@ def _system(
         )
         ok = False
     options, cls = _options(errs, path, policy, obj.get("options", {}))
-    if cls is not None and cls.roles and ok:
+    if cls is not None and policy is not None and cls.roles and ok:
         before = len(errs.by_path)
         _check_roles(errs, path, policy, cls.roles, placements)
         ok = len(errs.by_path) == before
