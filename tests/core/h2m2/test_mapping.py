@@ -8,28 +8,29 @@ import itertools
 import numpy as np
 import pytest
 
-from simulations.core.errors import SpecError
+from simulations.core.errors import CapacityError, SpecError
 from simulations.core.policies.h2m2.evaluate import Mapping, MappingTables
 from simulations.core.policies.h2m2.hardware import H2M2Hardware
 from simulations.core.policies.h2m2.kernels import LayerShapes
 from simulations.core.policies.h2m2.mapping import (
     flexgen_lp,
     flexgen_lp_mapping,
+    flexgen_static_mapping,
     greedy_mapping,
     major_mapping,
     oracle_mapping,
     run_system,
     sublayer_mapping,
 )
+from simulations.core.policies.h2m2.memory import AsymmetricMemory
 from simulations.core.policies.h2m2.models import paper_model
 from simulations.core.policies.h2m2.workload import Point
+from simulations.core.reproduce.h2m2 import CHINCHILLA, GPT3, LLAMA2
 
-STUDIES = {
-    "gpt3-175b": (32, (256, 512, 1024, 2048)),
-    "chinchilla-70b": (64, (256, 512, 1024, 2048)),
-    "llama2-70b": (128, (512, 1024, 2048, 4096)),
-}
+# every point the reproduction evaluates (Figs. 7, 8, 12, 13, 15 and Table 3), plus GPT3 B16
+STUDIES = {study.slug: (study.batch, study.seqs) for study in (GPT3, CHINCHILLA, LLAMA2)}
 POINTS = [(slug, b, s) for slug, (b, seqs) in STUDIES.items() for s in seqs]
+POINTS += [("gpt3-175b", 16, s) for s in (512, 1024, 2048)]
 HW = H2M2Hardware.table1()
 
 
@@ -37,16 +38,67 @@ def shapes(slug: str) -> LayerShapes:
     return LayerShapes.of(paper_model(slug))
 
 
+def _lay_out(s: LayerShapes, point: Point, m: Mapping, hw: H2M2Hardware) -> AsymmetricMemory:
+    """Allocate every tensor of mapping ``m`` page by page (re-derived from the shapes, not
+    from the cost model's footprint tables); raises CapacityError when a side overflows."""
+    mem = AsymmetricMemory(hw.hbm.capacity_bytes, hw.lpddr.capacity_bytes)
+    d, h, n_heads = s.hidden, s.head_dim, s.units
+    act = point.batch * s.a_bytes * (2 * d + 3 * s.q_width + s.up_mult * s.ffn)
+    for side in ("hbm", "lpddr"):
+        mem.allocate(("act", side), side, act)
+    kv_h = int(s.kv_heads_hbm(np.asarray(m.n_attn)))
+    kv_l = int(s.kv_heads_lpddr(np.asarray(m.n_attn)))
+    q_kv = {"hbm": int(s.kv_heads_hbm(np.asarray(m.n_qkv))), "lpddr": 0}
+    q_kv["lpddr"] = int(s.kv_heads_lpddr(np.asarray(m.n_qkv)))
+    heads = {"hbm": m.n_qkv, "lpddr": n_heads - m.n_qkv}
+    kv = {"hbm": kv_h, "lpddr": kv_l}
+    proj_h = round(m.n_fc * d / n_heads)
+    up_h = round(m.n_fc * s.ffn / n_heads)
+    cols = {
+        "hbm": (proj_h, up_h),
+        "lpddr": (d - proj_h, s.ffn - up_h),
+    }
+    for layer in range(s.n_layers):
+        for side in ("hbm", "lpddr"):
+            tensors = {
+                "qkv": (heads[side] + 2 * q_kv[side]) * h * d * s.w_bytes,
+                "k": point.kv_tokens * h * kv[side] * s.kv_bytes,
+                "v": point.kv_tokens * h * kv[side] * s.kv_bytes,
+                "proj": s.q_width * cols[side][0] * s.w_bytes,
+                "up": d * cols[side][1] * s.w_bytes,
+                "gate": d * cols[side][1] * s.w_bytes if s.gated else 0.0,
+                "down": s.ffn * cols[side][0] * s.w_bytes,
+            }
+            for name, nbytes in tensors.items():
+                if nbytes > 0:
+                    mem.allocate((layer, side, name), side, nbytes)
+    return mem
+
+
 @pytest.mark.parametrize("variant", ["Original", "HBMcap-Less", "HBMcap-More"])
 @pytest.mark.parametrize(("slug", "batch", "seq"), POINTS)
 def test_greedy_never_exceeds_either_capacity(slug: str, batch: int, seq: int, variant: str):
     hw = HW.variant(variant)
     point = Point(batch, float(seq))
-    m = greedy_mapping(shapes(slug), hw, point)
+    try:
+        m = greedy_mapping(shapes(slug), hw, point)
+    except CapacityError:
+        # nothing fits: then no mapping at all may fit (the Oracle agrees)
+        tab = MappingTables(shapes(slug), hw, point)
+        assert not tab.all_feasible().any()
+        return
     tab = MappingTables(shapes(slug), hw, point)
     used_h, used_l = tab.footprint(m)
     assert used_h <= hw.hbm.capacity_bytes
     assert used_l <= hw.lpddr.capacity_bytes
+    # an independent page-by-page layout of the same mapping fits as well
+    _lay_out(shapes(slug), point, m, hw)
+
+
+def test_the_page_layout_catches_a_mapping_that_overflows_hbm():
+    s, point = shapes("gpt3-175b"), Point(32, 2048.0)
+    with pytest.raises(CapacityError):
+        _lay_out(s, point, Mapping(s.units, s.units, s.units), HW)
 
 
 @pytest.mark.parametrize(("slug", "batch", "seq"), POINTS)
@@ -59,6 +111,7 @@ def test_oracle_is_never_beaten_by_any_other_mapping(slug: str, batch: int, seq:
         greedy_mapping(s, HW, point),
         sublayer_mapping(tab),
         flexgen_lp_mapping(s, HW, point, tab),
+        flexgen_static_mapping(s, HW, [Point(batch, float(q)) for q in STUDIES[slug][1]]),
         *(major_mapping(tab, k) for k in ("qkv", "attn", "fc")),
     ]
     rng = np.random.default_rng(7)
@@ -81,10 +134,15 @@ def test_oracle_search_matches_a_brute_force_loop_on_a_small_model():
     assert oracle_mapping(tab).as_tuple() == min(times)[1]
 
 
-# Llama2-70B at S4096 is the one point where Algorithm 1's fixed order (attention, qkv, fc)
-# strands fc on LPDDR while HBM is short; the Oracle gives that capacity to fc instead. The
-# reproduction reports it (Table 3); here it is held to a looser bound so it cannot grow.
-KNOWN_GAP = {("llama2-70b", 128, 4096): 0.80}
+# Algorithm 1 is a fixed-order greedy (attention, then qkv-linear, then fc), each sublayer
+# balanced on its own by min-max (§4.3.2). Llama2-70B at B128 S4096 (154 GB, HBM 96 GB) is
+# the one point where that order costs more than 10 %: attention's own min-max takes 56 of
+# 64 heads (7 of 8 KV heads) into HBM and qkv-linear its balanced half, so fc (compute-bound
+# at B128) keeps only 17 of 64 columns slices in HBM and the LPDDR chip does ~3/4 of it;
+# the Oracle gives up one KV head and qkv-linear's balance to hand fc that capacity. That
+# is the algorithm as published, not a misreading (see reproduce note of Table 3), so the
+# point keeps a bound just below its present ratio (0.850) so that it cannot get worse.
+KNOWN_GAP = {("llama2-70b", 128, 4096): 0.84}
 
 
 @pytest.mark.parametrize(("slug", "batch", "seq"), POINTS)
@@ -95,6 +153,22 @@ def test_greedy_is_within_ten_percent_of_the_oracle(slug: str, batch: int, seq: 
     ratio = tab.layer_time(oracle_mapping(tab)) / tab.layer_time(greedy_mapping(s, HW, point))
     bound = KNOWN_GAP.get((slug, batch, seq), 0.90)
     assert ratio >= bound
+
+
+def test_the_greedy_gap_at_llama2_s4096_is_algorithm_1_itself():
+    """Replaying Algorithm 1's three steps on the full cost model gives the greedy's mapping:
+    attention's own min-max, then qkv-linear's, then fc takes what HBM has left."""
+    s, point = shapes("llama2-70b"), Point(128, 4096.0)
+    tab = MappingTables(s, HW, point)
+    t = {k: sum(np.maximum(th, tl) for th, tl, _ in tab.side_times(k)) for k in ("attn", "qkv")}
+    units = range(s.units + 1)
+    n_attn = min((n for n in units if tab.feasible(Mapping(0, n, 0))), key=lambda n: t["attn"][n])
+    n_qkv = min(
+        (n for n in units if tab.feasible(Mapping(n, n_attn, 0))), key=lambda n: t["qkv"][n]
+    )
+    n_fc = max(n for n in units if tab.feasible(Mapping(n_qkv, n_attn, n)))
+    assert greedy_mapping(s, HW, point) == Mapping(n_qkv, n_attn, n_fc)
+    assert n_fc < s.units // 2  # fc, last in the order, is the sublayer left short
 
 
 @pytest.mark.parametrize(("slug", "batch", "seq"), POINTS)
@@ -111,9 +185,51 @@ def test_lp_mapping_satisfies_its_constraints(slug: str, batch: int, seq: int):
     peak = HW.hbm.accel.mm_peak_ops
     assert t >= (w * k["w_ops"] + c * k["c_ops"]) / peak * (1 - 1e-9)
     assert t >= ((1 - w) * k["w_ops"] + (1 - c) * k["c_ops"]) / peak * (1 - 1e-9)
+    # optimal: no feasible (w, c) on a grid (activations placed where they fit) does better
+    hbm_cap, lp_cap = HW.hbm.capacity_bytes, HW.lpddr.capacity_bytes
+    for w_ in np.linspace(0, 1, 41):
+        for c_ in np.linspace(0, 1, 41):
+            for h_ in (0.0, 1.0):
+                on_h = w_ * k["W"] + c_ * k["KV"] + h_ * k["act"]
+                on_l = k["W"] + k["KV"] + k["act"] - on_h
+                if on_h <= hbm_cap and on_l <= lp_cap:
+                    side_h = (w_ * k["w_ops"] + c_ * k["c_ops"]) / peak
+                    side_l = ((1 - w_) * k["w_ops"] + (1 - c_) * k["c_ops"]) / peak
+                    assert t <= max(side_h, side_l) * (1 + 1e-9)
     m = flexgen_lp_mapping(s, HW, point)
     assert abs(m.n_qkv - m.n_fc) <= 1  # one weight fraction (rounding to fit pages aside)
     assert MappingTables(s, HW, point).feasible(m)
+
+
+def test_flexgen_plans_once_for_the_peak_and_keeps_the_plan():
+    s = shapes("gpt3-175b")
+    points = [Point(32, float(q)) for q in (256, 512, 1024, 2048)]
+    plan = flexgen_static_mapping(s, HW, points)
+    assert plan == flexgen_lp_mapping(s, HW, points[-1])
+    for p in points:
+        ev = run_system(s, HW, p, "flexgen-lp", decided=plan)
+        assert ev.mapping == plan
+    # re-solving at a small point would have chosen differently: the plan is static
+    assert flexgen_lp_mapping(s, HW, points[0]) != plan
+
+
+def test_a_decided_mapping_that_does_not_fit_is_refused():
+    s = shapes("gpt3-175b")
+    with pytest.raises(CapacityError):
+        run_system(s, HW, Point(32, 2048.0), "flexgen-lp", decided=Mapping(96, 96, 96))
+
+
+def test_the_baseline_is_lpddr_only_with_sublayer_granular_mapping():
+    """§3.1: the baseline is the LPDDR-only memory (Fig. 4b) with sublayer-granular mapping
+    (Fig. 5a): the same as Fig. 5a's naive mapping on a board whose two sides are both LPDDR,
+    i.e. one chip at a time, slower than both chips splitting every kernel."""
+    s, point = shapes("gpt3-175b"), Point(32, 1024.0)
+    base = run_system(s, HW, point, "lpddr-only").seconds
+    lpddr_twice = H2M2Hardware(HW.lpddr, HW.lpddr, HW.link_gbps)
+    assert base == pytest.approx(run_system(s, lpddr_twice, point, "sublayer").seconds)
+    pooled = H2M2Hardware(HW.lpddr_only_pooled(), HW.lpddr_only_pooled(), 1e6)
+    both_chips = run_system(s, pooled, point, "sublayer").seconds
+    assert both_chips < base
 
 
 def test_gqa_shrinks_the_kv_footprint_by_the_group_size():

@@ -128,15 +128,35 @@ class H2M2Hardware:
     # --- the homogeneous systems the paper compares against --------------------------------
 
     def lpddr_only(self) -> Side:
-        """Fig. 4(b): both chips beside the LPDDR (the baseline, same compute as H2M2)."""
+        """The baseline: LPDDR-only homogeneous memory (Fig. 4b) *with sublayer-granular
+        mapping* (Fig. 5a), §3.1: "normalized to the baseline: LPDDR-only homogeneous memory
+        (Figure 4(b)) with sublayer-granular mapping (Figure 5(a))". The system has the same
+        two chips as H2M2 (§5.1 "Baseline"), but under sublayer granularity each sublayer runs
+        wholly on one chip while the other waits on the dependency ("parallelization is not
+        available and the accelerator cores are under-utilized", §3.1), so every kernel sees
+        one chip (group) beside the full LPDDR bandwidth."""
+        return replace(self.lpddr, chips=max(self.hbm.chips, self.lpddr.chips))
+
+    def lpddr_only_pooled(self) -> Side:
+        """Both chips beside the LPDDR splitting every kernel between them (not the paper's
+        baseline; kept for comparison: it is what head-aware granularity would give on a
+        homogeneous LPDDR)."""
         return replace(self.lpddr, chips=self.hbm.chips + self.lpddr.chips)
 
     def hbm_both_chips(self) -> Side:
-        """Fig. 4(c)'s compute: both chips beside the HBM (strict hierarchy)."""
+        """Fig. 4(c)'s compute: both chips beside the HBM (strict hierarchy), splitting every
+        kernel between them. The paper gives no mapping for the hierarchy (head-aware
+        granularity is defined for the asymmetric memory, §3.1, and only the LPDDR-only
+        baseline is said to be sublayer-granular); both chips busy is this model's choice,
+        the same as for 8-HBM (see :meth:`multi_hbm`)."""
         return replace(self.hbm, chips=self.hbm.chips + self.lpddr.chips)
 
     def multi_hbm(self, devices: int) -> Side:
-        """§5.5's 8-HBM: ``devices`` HBM stacks (capacity and bandwidth add up), same two chips."""
+        """§5.5's 8-HBM: ``devices`` HBM stacks (capacity and bandwidth add up), the same two
+        chips (§5.5: "the computational capability of both H2M2 and 8-HBM remains
+        unchanged"), both busy on every kernel: with one chip at a time (as the sublayer-
+        granular baseline) B32 GEMMs would be held to one array's weight-shift rate and
+        8-HBM could not reach the paper's 2.29x."""
         return replace(
             self.hbm,
             capacity_gb=self.hbm.capacity_gb * devices,

@@ -256,6 +256,18 @@ def flexgen_lp_mapping(
     return m
 
 
+def flexgen_static_mapping(shapes: LayerShapes, hw: H2M2Hardware, points: list[Point]) -> Mapping:
+    """FlexGen's plan for a whole run: Eq. 1 solved once, at the point of peak memory, and
+    kept for every (batch, sequence) point (§3.2: FlexGen "does not account for changes in
+    batch size or sequence length", "the mapping of FlexGen remains static when batch sizes
+    and sequence lengths change"; Eq. 1 bounds each side's *peak* memory). Footprints grow
+    with the KV cache, so the plan fits every point that does not exceed the peak."""
+    if not points:
+        raise SpecError("points", "FlexGen's static plan needs at least one point")
+    peak = max(points, key=lambda p: shapes.total_bytes(p.kv_tokens) + p.batch)
+    return flexgen_lp_mapping(shapes, hw, peak)
+
+
 # --- systems -------------------------------------------------------------------------------
 
 
@@ -276,8 +288,13 @@ def run_system(
     system: str,
     *,
     tables: MappingTables | None = None,
+    decided: Mapping | None = None,
 ) -> Evaluation:
-    """One generation iteration of ``system`` (one of :data:`SYSTEMS`)."""
+    """One generation iteration of ``system`` (one of :data:`SYSTEMS`).
+
+    ``decided`` replaces the system's own decision at this point by a mapping decided
+    elsewhere (FlexGen's static plan, see :func:`flexgen_static_mapping`); it must fit.
+    """
     if system not in SYSTEMS:
         raise SpecError("mapping", f"unknown H2M2 system {system!r}; one of {', '.join(SYSTEMS)}")
     L = shapes.n_layers
@@ -291,7 +308,11 @@ def run_system(
     tab = tables
     if tab is None or tab.abstraction != abstraction:
         tab = MappingTables(shapes, hw, point, abstraction=abstraction)
-    if system == "h2m2":
+    if decided is not None:
+        if not tab.feasible(decided):
+            raise CapacityError("mapping", f"{decided} does not fit at {point.label}")
+        m = decided
+    elif system == "h2m2":
         m = greedy_mapping(shapes, hw, point)
     elif system == "oracle":
         m = oracle_mapping(tab)
