@@ -373,3 +373,21 @@ def test_a_broker_failure_on_submit_is_logged_not_raised(
         run = services.simulation_run_create(scenario=scenario, owner=user)
     delay.assert_called_once_with(run.pk)
     assert status_of(run)["status"] == RunStatus.QUEUED
+
+
+def test_the_reconcile_command_runs_the_reconciler(
+    run: SimulationRun, django_capture_on_commit_callbacks: Any
+) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    SimulationRun.objects.filter(pk=run.pk).update(enqueued_at=None)
+    out = StringIO()
+    with (
+        mock.patch("simulations.tasks.run_simulation.delay") as delay,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        call_command("reconcile_runs", stdout=out)
+    assert out.getvalue().strip() == "requeued 0, re-sent 1, failed 0 run(s)"
+    delay.assert_called_once_with(run.pk)
