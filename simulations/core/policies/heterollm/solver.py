@@ -53,6 +53,8 @@ from .soc import HeteroSoc, corun_s
 ROW_ALIGN = 256
 #: Sequence-position alignment of a partition (HeteroLLM §4.3).
 SEQ_ALIGN = 32
+#: Positions of the decode graph the NPU prepares in advance (one token per step, §4.1.2).
+DECODE_TOKENS = 1
 
 #: How a kernel may be placed: every partition (``tensor``), rows only (``rows``, decode),
 #: or whole-kernel choices only (``layer``: GPU or NPU, §4 layer-level), or forced.
@@ -160,6 +162,12 @@ class PartitionSolver:
 
     # --- token plans -------------------------------------------------------------------------
 
+    def prepared(self, tokens: int) -> bool:
+        """Whether the NPU holds a graph for exactly ``tokens`` positions: a prepared static
+        shape, or one position — the decode graph generated in advance (§4.1.2), which the
+        prefill's LM head (last position only) reuses."""
+        return tokens == DECODE_TOKENS or tokens in self.soc.npu.static_shapes
+
     def padding_plan(self, tokens: int) -> tuple[int, ...]:
         """Prepared graphs for ``tokens`` by padding (§4.1.1, §5.2.2 "Padding")."""
         return self.soc.npu.pad_plan(tokens)
@@ -187,6 +195,8 @@ class PartitionSolver:
                 plans.add(shapes)
         plans.add(self.padding_plan(tokens))
         plans.add(self.pipe_plan(tokens))
+        if self.prepared(tokens):
+            plans.add((tokens,))
         return sorted(plans, key=lambda p: (sum(p), len(p), p))
 
     # --- timing helpers ----------------------------------------------------------------------
@@ -241,7 +251,7 @@ class PartitionSolver:
         ``static`` (decode graphs are generated in advance for the batch, §4.1.2)."""
         if decode:
             return self._npu_all(g, (g.tokens,), "npu")
-        if g.tokens in self.soc.npu.static_shapes:
+        if self.prepared(g.tokens):
             return self._npu_all(g, (g.tokens,), "npu")
         if static == "padding":
             return self._npu_all(g, self.padding_plan(g.tokens), "npu-padding")
@@ -341,7 +351,7 @@ class PartitionSolver:
         t_gpu = float(c["t_gpu"][pi, ri])
         t_npu = float(c["t_npu"][pi, ri])
         compute = float(c["compute"][pi, ri])
-        shapes = (g.tokens,) if prepared else self.soc.npu.static_shapes
+        shapes = (g.tokens,) if prepared or self.prepared(g.tokens) else ()
         strategy = _strategy(g, plan, rows, t_gpu > 0, shapes)
         busy_g, busy_n = _busy(t_gpu, t_npu, compute)
         tail_bound = self._gpu_compute_bound(tail, g.k, g.n) if tail else False
