@@ -1,9 +1,16 @@
-"""Iteration-level (continuous) batching with a paged KV cache, vLLM-like, over a shared
-first-come-first-served waiting queue; ``max_batch = 1`` is plain batch-1 FCFS serving.
+"""Iteration-level (continuous) batching with a paged KV cache, vLLM-like, on every device;
+``max_batch = 1`` is plain batch-1 first-come-first-served serving.
 
-Semantics, per device (a *unit*), at every iteration boundary — exactly what the
-step-by-step reference mode does, and what the fast path reproduces by only stopping at
-the boundaries where a decision can change:
+Queues. With ``max_batch = 1`` all devices (*units*) pull from one shared FCFS queue:
+whichever unit frees up first takes the oldest waiting request (idle units in index
+order). With ``max_batch > 1`` the units are data-parallel replicas behind a router: each
+request is sent on arrival to the unit with the fewest outstanding requests (running plus
+queued there; ties to the lowest index) and waits in that unit's own FCFS queue, as with a
+least-loaded load balancer in front of independent vLLM instances.
+
+Semantics, per unit, at every iteration boundary — exactly what the step-by-step reference
+mode does, and what the fast path reproduces by only stopping at the boundaries where a
+decision can change:
 
 1. If requests wait and the unit can admit the head of the queue (fewer than ``max_batch``
    running, and free KV blocks minus the head's prompt blocks at least the watermark), it
@@ -18,16 +25,15 @@ the boundaries where a decision can change:
    far, which yields its next token.
 3. Otherwise it idles.
 
-Units are served in index order when several are idle at once. The KV pool of a unit is
+The KV pool of a unit is
 ``floor((capacity · memory_utilization − weights) / (block_size · KV bytes per token))``
 blocks (vLLM's ``gpu_memory_utilization``; activation memory is assumed to fit in the
 remaining headroom). A sequence with ``c`` cached tokens holds ``ceil(c / block_size)``
 blocks; the step that writes its next token needs ``ceil((c + 1) / block_size)``.
 
-Fast path: a decode run is planned up to the first completion or KV shortage; an arrival
-only interrupts the run of the unit whose next iteration boundary comes first among those
-able to admit (a *check* event at that boundary), since that is where the reference would
-admit it.
+Fast path: a decode run is planned up to the first completion or KV shortage; a request
+routed to a decoding unit that can admit it interrupts that unit's run at its next
+iteration boundary (a *check* event there), which is where the reference admits it.
 """
 
 from __future__ import annotations
@@ -92,7 +98,9 @@ class BatchingSim(Simulator):
         self.run_plan: list[tuple[float, int, int, int, float, float] | None] = [None] * nu
         self.check_at: list[float | None] = [None] * nu
         self.peak_blocks = [0] * nu
-        self.queue: deque[int] = deque()
+        self.routed = max_batch > 1
+        shared: deque[int] = deque()
+        self.queues: list[deque[int]] = [deque() for _ in units] if self.routed else [shared] * nu
         self.plen = list(self.prompt)
         self.on_unit = [-1] * len(self.prompt)
         self.fin_step = [0] * len(self.prompt)
@@ -142,75 +150,81 @@ class BatchingSim(Simulator):
         room = self.pool[u] - self.wm[u] - need
         return self._held_bound(u, k) <= room or self._held(u, k) <= room
 
-    # -- arrivals and the shared queue ---------------------------------------------------
+    # -- arrivals and queues ------------------------------------------------------------
 
     def on_arrivals(self, ids: list[int]) -> None:
-        """Queue the arrivals and offer them to the units."""
-        self.queue.extend(ids)
-        self._offer()
-
-    def _offer(self) -> None:
-        """Make sure the head of the queue is taken where the reference would take it."""
-        q = self.queue
-        if not q:
+        """Queue the arrivals (routed to a unit each, or on the shared queue) and offer them."""
+        if not self.routed:
+            self.queues[0].extend(ids)
+            self._offer(0)
             return
-        for unit in self.units:
-            u = unit.index
-            if self.mode[u] == IDLE and self._can_admit(u, q[0], 0):
-                self._start_prefill(u)
+        touched: list[int] = []
+        for rid in ids:
+            u = min(
+                range(len(self.units)),
+                key=lambda i: (len(self.running[i]) + len(self.queues[i]), i),
+            )
+            self.queues[u].append(rid)
+            if u not in touched:
+                touched.append(u)
+        for u in touched:
+            self._offer(u)
+
+    def _offer(self, u: int) -> None:
+        """Make sure waiting requests are taken where the reference would take them: by idle
+        units (shared queue), or by ``u`` at its next iteration boundary (routed)."""
+        if not self.routed:
+            q = self.queues[0]
+            for unit in self.units:
                 if not q:
                     return
-        if self.reference or self.max_batch == 1:
+                if self.mode[unit.index] == IDLE and self._can_admit(unit.index, q[0], 0):
+                    self._start_prefill(unit.index)
             return
+        q = self.queues[u]
+        if not q:
+            return
+        mode = self.mode[u]
+        if mode == IDLE:
+            self._decide(u)
+            return
+        if mode != DECODE or self.reference or self.check_at[u] is not None:
+            return  # a prefill's end, or the reference's next step, decides
         head = q[0]
+        if not self._can_admit(u, head, 0):
+            return  # blocks only grow during a run: no boundary of it can admit
+        plan = self.run_plan[u]
+        assert plan is not None
+        t0, b, k0, n, _, _ = plan
         now = self.now
-        best_t = math.inf
-        best: tuple[int, int] | None = None
-        for unit in self.units:
-            u = unit.index
-            if self.mode[u] != DECODE or len(self.running[u]) >= self.max_batch:
-                continue
-            pending = self.check_at[u]
-            if pending is not None:
-                if pending < best_t:
-                    best_t, best = pending, None
-                continue
-            if not self._can_admit(u, head, 0):
-                continue  # blocks only grow during a run: no boundary of it can admit
-            plan = self.run_plan[u]
-            assert plan is not None
-            t0, b, k0, n, _, _ = plan
-            # The first boundary strictly after now (a boundary at now was decided already).
-            k = unit.curve.steps_within(b, k0, n, now - t0)[0] + 1
-            tk = unit.curve.run_cost(b, k0, k)[0] if k < n else math.inf
-            while k < n and t0 + tk <= now:
-                k += 1
-                tk = unit.curve.run_cost(b, k0, k)[0]
-            if k >= n:
-                continue  # the run's end is its own decision point
-            if t0 + tk < best_t and self._can_admit(u, head, k):
-                best_t, best = t0 + tk, (u, k)
-        if best is not None:
-            u, k = best
-            self.check_at[u] = best_t
-            self.at(best_t, self._check, u, self.units[u].version, k)
+        unit = self.units[u]
+        # The first boundary strictly after now (a boundary at now was decided already).
+        k, tk = unit.curve.next_boundary(b, k0, n, now - t0)
+        while k < n and t0 + tk <= now:
+            k += 1
+            tk = unit.curve.run_cost(b, k0, k)[0]
+        if k >= n or not self._can_admit(u, head, k):
+            return  # the run's end is its own decision point
+        self.check_at[u] = t0 + tk
+        self.at(t0 + tk, self._check, u, unit.version, k)
 
     def _check(self, u: int, version: int, k: int) -> None:
-        """An iteration boundary of ``u``'s run at which it may admit the queue's head."""
+        """An iteration boundary of ``u``'s run at which it may admit its queue's head."""
         unit = self.units[u]
         if version != unit.version:
             return
         self.check_at[u] = None
-        if self.queue and self._can_admit(u, self.queue[0], k):
+        q = self.queues[u]
+        if q and self._can_admit(u, q[0], k):
             self._advance(u, k)
             self._start_prefill(u)
-        self._offer()
+        self._offer(u)
 
     # -- prefill -------------------------------------------------------------------------
 
     def _start_prefill(self, u: int) -> None:
         unit = self.units[u]
-        q = self.queue
+        q = self.queues[u]
         run = self.running[u]
         free = self.pool[u] - self.wm[u] - self._held(u, 0)
         batch: list[int] = []
@@ -259,7 +273,7 @@ class BatchingSim(Simulator):
             self.first_token(rid, now)
         self._complete_due(u)
         self._decide(u)
-        self._offer()
+        self._offer(u)
 
     # -- decode --------------------------------------------------------------------------
 
@@ -296,11 +310,11 @@ class BatchingSim(Simulator):
             self.on_unit[victim] = -1
             self.preemptions[victim] += 1
             self.total_preemptions += 1
-            self.queue.appendleft(victim)
+            self.queues[u].appendleft(victim)
 
     def _decide(self, u: int) -> None:
         """What ``u`` does at an iteration boundary (see the module notes)."""
-        q = self.queue
+        q = self.queues[u]
         if q and self._can_admit(u, q[0], 0):
             self._start_prefill(u)
             return
@@ -364,7 +378,7 @@ class BatchingSim(Simulator):
         self._advance(u, plan[3])
         self._complete_due(u)
         self._decide(u)
-        self._offer()
+        self._offer(u)
 
     def _note_peak(self, u: int, k: int) -> None:
         """Track the peak KV blocks (exact when auditing, else the O(1) bound)."""

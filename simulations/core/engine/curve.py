@@ -201,6 +201,78 @@ class DecodeCurve:
 
     # -- sums over runs ------------------------------------------------------------------
 
+    def _single(self, batch: int, k0: int, n: int) -> _Piece | None:
+        """The affine piece covering the whole run, if one does (fast path; the sums are the
+        same expressions as the general path's single segment, so results are identical)."""
+        los = self._los.get(batch)
+        if not los:
+            return None
+        i = bisect.bisect_right(los, k0) - 1
+        if i < 0:
+            return None
+        p = self._pieces[batch][i]
+        if p.table is None and k0 + (n - 1) * batch <= p.hi:
+            return p
+        return None
+
+    def next_boundary(self, batch: int, k0: int, n: int, elapsed: float) -> tuple[int, float]:
+        """The first step count ``k`` in ``[1, n]`` whose run time exceeds ``elapsed`` (the
+        next iteration boundary after ``elapsed`` into the run), and that time; ``n`` and the
+        run's total when the run ends first."""
+        one = None if self.exact or self._is_dense(batch) else self._single(batch, k0, n)
+        if one is not None:
+            # Inline closed form on one affine piece (the engine asks this for every unit
+            # at every arrival); the expressions equal _piece_sum's bit for bit.
+            a_s, b_s = one.a_s, one.b_s
+            total = n * a_s + b_s * (n * k0 + batch * (n * (n - 1) // 2))
+            if total <= elapsed:
+                return n, total
+            if b_s != 0.0:
+                qa = b_s * batch / 2.0
+                qb = a_s + b_s * k0 - qa
+                disc = qb * qb + 4.0 * qa * elapsed
+                guess = (-qb + math.sqrt(max(disc, 0.0))) / (2.0 * qa)
+            else:
+                guess = elapsed / a_s
+            k = int(min(max(math.floor(guess), 0), n - 1)) + 1
+            tk = k * a_s + b_s * (k * k0 + batch * (k * (k - 1) // 2))
+            while k > 1:
+                j = k - 1
+                tj = j * a_s + b_s * (j * k0 + batch * (j * (j - 1) // 2))
+                if tj <= elapsed:
+                    break
+                k, tk = j, tj
+            while k < n and tk <= elapsed:
+                k += 1
+                tk = k * a_s + b_s * (k * k0 + batch * (k * (k - 1) // 2))
+            return k, tk
+        if self.exact or self._is_dense(batch):
+            m, t = self.steps_within(batch, k0, n, elapsed)
+            if m >= n:
+                return n, t
+            k = m + 1
+            tk = self.run_cost(batch, k0, k)[0]
+            while k < n and tk <= elapsed:
+                k += 1
+                tk = self.run_cost(batch, k0, k)[0]
+            return k, tk
+        # One pass over the segments; t + partial sum equals run_cost's accumulation.
+        t = 0.0
+        for p, first, cnt in self._segments(batch, k0, n):
+            seg = self._piece_sum(p, batch, k0, first, cnt)[0]
+            if t + seg <= elapsed:
+                t += seg
+                continue
+            j = self._solve(p, batch, k0, first, cnt, elapsed - t) + 1
+            tk = t + self._piece_sum(p, batch, k0, first, j)[0]
+            while j < cnt and tk <= elapsed:
+                j += 1
+                tk = t + self._piece_sum(p, batch, k0, first, j)[0]
+            if tk > elapsed:
+                return first + j, tk
+            t += seg
+        return n, t
+
     def _segments(self, batch: int, k0: int, n: int) -> list[tuple[_Piece, int, int]]:
         """Split steps ``0..n-1`` into (piece, first step, step count) runs."""
         last = k0 + (n - 1) * batch
@@ -299,6 +371,9 @@ class DecodeCurve:
             return s_tot, j_tot
         if self._is_dense(batch):
             return self._dense_cost(batch, k0, n)
+        one = self._single(batch, k0, n)
+        if one is not None:
+            return self._piece_sum(one, batch, k0, 0, n)
         s_tot = j_tot = 0.0
         for p, first, cnt in self._segments(batch, k0, n):
             s, j = self._piece_sum(p, batch, k0, first, cnt)
@@ -320,6 +395,13 @@ class DecodeCurve:
             return n, t
         if self._is_dense(batch):
             return self._dense_within(batch, k0, n, budget)
+        one = self._single(batch, k0, n)
+        if one is not None:
+            total = self._piece_sum(one, batch, k0, 0, n)[0]
+            if total <= budget:
+                return n, total
+            m = self._solve(one, batch, k0, 0, n, budget)
+            return m, (self._piece_sum(one, batch, k0, 0, m)[0] if m else 0.0)
         t = 0.0
         for p, first, cnt in self._segments(batch, k0, n):
             s, _ = self._piece_sum(p, batch, k0, first, cnt)

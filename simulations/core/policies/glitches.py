@@ -456,8 +456,7 @@ class GlitchesSim(Simulator):
             plan = self.run_plan[gi]
             assert plan is not None
             t0, k0, n, _, _ = plan
-            k = g.curve.steps_within(1, k0, n, now - t0)[0] + 1
-            tk = g.curve.run_cost(1, k0, k)[0] if k < n else math.inf
+            k, tk = g.curve.next_boundary(1, k0, n, now - t0)
             while k < n and t0 + tk <= now:
                 k += 1
                 tk = g.curve.run_cost(1, k0, k)[0]

@@ -31,17 +31,20 @@ from .glitches import apply_prefetch_ratio, host_round_trip_s
 
 @register
 class HomogeneousPolicy(Policy):
-    """Every device serves whole requests from one shared FCFS queue.
+    """Every device serves whole requests (prefill and decode).
 
     Two modes, by ``max_batch``:
 
     - ``max_batch = 1`` (the default): each device prefills and then decodes one request
-      at a time, taking the oldest waiting request whenever it frees up — the
-      latency-sensitive batch-1 baseline of GLITCHES §I/§V ("a small batch or even one
-      batch is usually required"), which its 8×A100, 8×V100S and 8×U280 systems run.
-    - ``max_batch > 1``: iteration-level continuous batching with a paged KV cache bounded
-      by device memory, like vLLM v0 without chunked prefill (Kwon et al., SOSP'23, cited
-      by GLITCHES [10]): prefill iterations have priority, the KV pool is
+      at a time, taking the oldest waiting request of one shared FCFS queue whenever it
+      frees up — the latency-sensitive batch-1 baseline of GLITCHES §I/§V ("a small batch
+      or even one batch is usually required"), which its 8×A100, 8×V100S and 8×U280
+      systems run.
+    - ``max_batch > 1``: the devices are data-parallel replicas behind a router that sends
+      each request on arrival to the device with the fewest outstanding requests; each
+      runs iteration-level continuous batching with a paged KV cache bounded by its
+      memory, like vLLM v0 without chunked prefill (Kwon et al., SOSP'23, cited by
+      GLITCHES [10]): prefill iterations have priority, the KV pool is
       ``memory_utilization`` × memory − weights in blocks of ``block_size`` tokens, a
       request is admitted when its prompt's blocks plus a 1 % watermark are free, and when
       a decode step runs out of blocks the latest admitted sequence is preempted and later
@@ -54,8 +57,7 @@ class HomogeneousPolicy(Policy):
 
     Deviations/assumptions: the same paged-memory bound is applied with ``max_batch = 1``
     (it only matters for contexts near the memory limit); data-parallel replicas only (no
-    tensor parallelism); requests are pulled by whichever device reaches an iteration
-    boundary with room first (a pull-based load balancer).
+    tensor parallelism); the router does not move queued requests between replicas.
     """
 
     name: ClassVar[str] = "homogeneous"
