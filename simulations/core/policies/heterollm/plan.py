@@ -203,14 +203,19 @@ class Decider:
     # --- synchronisation -----------------------------------------------------------------
 
     def boundary_s(self, a: str, b: str, *, decode: bool, fast: bool | None = None) -> float:
-        """Cost of the boundary between a kernel on ``a`` and the next on ``b``."""
+        """Cost of the boundary between a kernel on ``a`` and the next on ``b``.
+
+        With fast synchronisation only a GPU kernel waiting for NPU work pays (submission to
+        an empty queue), unless the phase is GPU-dominant (decode) and the GPU had a share
+        of the previous kernel, so the next GPU kernel was already queued behind it (§4.2).
+        """
         if a == b and a != BOTH:
             return 0.0
         sync = self.soc.sync
         if not (self.fast_sync if fast is None else fast):
             return sync.conventional_s()
         if GPU in b and NPU in a:
-            return sync.fast_s(gpu_dominant=decode)
+            return sync.fast_s(gpu_dominant=decode and GPU in a)
         return 0.0
 
     def handover_s(self, decode: bool, *, fast: bool) -> float:
