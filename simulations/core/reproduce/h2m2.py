@@ -1,15 +1,33 @@
 """Reproduction of H2M2 (Hwang et al.): Figs. 6, 7, 8, 12, 13, 15, 16, 17, 18, 19, Table 3.
 
 Every simulated figure comes from the cost model in :mod:`simulations.core.policies.h2m2`
-(Tables 1–2 hardware, INT8, generation phase) at the batch/sequence points stated in each
-check's note; the paper's value is only the target beside it.
+(Tables 1–2 hardware, INT8 weights/activations/KV cache as §5.1 says "INT8 precision for all
+three models", generation phase) at the batch/sequence points stated in each check's note;
+the paper's value is only the target beside it.
 
-Points: the paper's figures show batch/sequence pairs on their x-axes but the text does not
-list them all. This reproduction uses, per model, the batch the paper fixes (§5.1) and
-sequence lengths chosen from the text before any result was seen: GPT3-175B B32 S256–2048
-(Fig. 3's range), Chinchilla-70B B64 S256–2048 (its context is 2048; §5.2.1 has S < 512 as the
-regime where everything fits HBM), Llama2-70B B128 S512–4096 ("larger sequence lengths than
-Fig. 13", up to its 4096 context); Fig. 6 adds batch 16.
+Baseline (every speedup's denominator): the LPDDR-only memory of Fig. 4(b) *with
+sublayer-granular mapping* (Fig. 5a) — §3.1 "normalized to the baseline: LPDDR-only
+homogeneous memory (Figure 4(b)) with sublayer-granular mapping (Figure 5(a))" — i.e. the two
+chips of §5.1 take turns, one chip per kernel beside 544 GB/s
+(:meth:`~simulations.core.policies.h2m2.hardware.H2M2Hardware.lpddr_only`). Each speedup
+check also lists, in ``details``, the speedup over a pooled baseline whose two chips split
+every kernel (not the paper's reading; about 4 % lower) and ``ideal_bound``: the most any
+mapping could gain at that point on Tables 1–2 (see :func:`ideal_bound`).
+
+Points: the figures' x-axes are images; the text fixes the batch per model (§5.1) and
+constrains the sequence lengths, which are taken as doubling series (the paper's labels,
+e.g. "B16 S512", are powers of two), chosen from the text alone:
+
+* GPT3-175B B32 S256–2048: Fig. 3's range, the only one the text gives for GPT3 B32.
+* Chinchilla-70B B64 S256–4096: §5.2.1 "we use longer sequence lengths ... for
+  Chinchilla-70B" than for GPT3 (so beyond 2048, as GPT3's range already reaches its own
+  2048 context), with a point below 512 where "strict hierarchical memory outperforms
+  asymmetric memory"; 4096 is the longest doubling whose footprint (408 GB) fits the 512 GB
+  LPDDR-only baseline.
+* Llama2-70B B128 S512–8192: §5.2.3 "larger batch size and sequence lengths compared to
+  those in Figure 13" (one octave above Chinchilla's), whose shortest points (footprint under
+  96 GB) are the "shorter sequence lengths" where Hierarchical wins.
+* Fig. 6: batch 16 and 32 at S512–2048.
 """
 
 from __future__ import annotations
@@ -22,10 +40,10 @@ import numpy as np
 
 from simulations.core.policies.h2m2.dynamic import dynamic_study
 from simulations.core.policies.h2m2.energy import memory_energy_j
-from simulations.core.policies.h2m2.evaluate import MappingTables
+from simulations.core.policies.h2m2.evaluate import Mapping, MappingTables
 from simulations.core.policies.h2m2.hardware import TABLE4_VARIANTS, H2M2Hardware
 from simulations.core.policies.h2m2.kernels import LayerShapes
-from simulations.core.policies.h2m2.mapping import run_system
+from simulations.core.policies.h2m2.mapping import flexgen_static_mapping, run_system
 from simulations.core.policies.h2m2.memory import eq2_fragmentation
 from simulations.core.policies.h2m2.models import paper_model
 from simulations.core.policies.h2m2.workload import Point
@@ -88,8 +106,8 @@ class Study:
 
 
 GPT3 = Study("gpt3", "gpt3-175b", 32, (256, 512, 1024, 2048))
-CHINCHILLA = Study("chinchilla", "chinchilla-70b", 64, (256, 512, 1024, 2048))
-LLAMA2 = Study("llama2", "llama2-70b", 128, (512, 1024, 2048, 4096))
+CHINCHILLA = Study("chinchilla", "chinchilla-70b", 64, (256, 512, 1024, 2048, 4096))
+LLAMA2 = Study("llama2", "llama2-70b", 128, (512, 1024, 2048, 4096, 8192))
 FIG6_POINTS = [Point(b, float(s)) for b in (16, 32) for s in (512, 1024, 2048)]
 
 
@@ -98,12 +116,18 @@ def _shapes(slug: str) -> LayerShapes:
     return LayerShapes.of(paper_model(slug))
 
 
-def _speedups(slug: str, points: list[Point], system: str, hw: H2M2Hardware) -> list[float]:
+def _speedups(
+    slug: str,
+    points: list[Point],
+    system: str,
+    hw: H2M2Hardware,
+    decided: Mapping | None = None,
+) -> list[float]:
     shapes = _shapes(slug)
     out = []
     for p in points:
         base = run_system(shapes, hw, p, "lpddr-only").seconds
-        out.append(base / run_system(shapes, hw, p, system).seconds)
+        out.append(base / run_system(shapes, hw, p, system, decided=decided).seconds)
     return out
 
 
@@ -126,12 +150,101 @@ def _fmt(values: list[float]) -> list[float]:
     return [round(v, 3) for v in values]
 
 
+def ideal_bound(shapes: LayerShapes, hw: H2M2Hardware, point: Point) -> float:
+    """The most any asymmetric mapping can gain over the baseline at ``point`` on Tables 1–2:
+    baseline time / the larger of (a) the LPDDR side's share of the footprint beyond the HBM
+    capacity streamed at the LPDDR bandwidth and (b) the whole iteration's array and MV-unit
+    work spread perfectly over both chips (a weight-stationary array takes a 128-row weight
+    tile per max(batch, 128) cycles; attention is GEMV on the MV units, §2.1, §4.1). It
+    ignores barriers, exchanges, latencies and capacity-granularity, so no mapping beats it.
+    A diagnostic for the notes, not an input to any figure."""
+    base = run_system(shapes, hw, point, "lpddr-only").seconds
+    spill = max(0.0, shapes.total_bytes(point.kv_tokens) - hw.hbm.capacity_bytes)
+    traffic = spill / hw.lpddr.bw_bytes_per_s
+    a = hw.hbm.accel
+    chips = hw.hbm.chips + hw.lpddr.chips
+    macs_w = shapes.n_layers * shapes.weight_bytes_per_layer / shapes.w_bytes
+    gemm = macs_w * max(point.batch, a.mm_rows) / a.mm_rows / (a.mm_weight_bytes_per_s * chips)
+    dots = shapes.n_layers * 2.0 * shapes.n_heads * point.kv_tokens
+    dots *= float(np.ceil(shapes.head_dim / a.mv_width))
+    attn = dots / (a.mv_lanes * a.cores * chips * a.clock_ghz * 1e9)
+    return base / max(traffic, gemm + attn)
+
+
+def _pooled(slug: str, points: list[Point], system: str, hw: H2M2Hardware) -> list[float]:
+    """Speedups over an LPDDR-only memory whose two chips split every kernel (the reading
+    the paper's text rules out, §3.1; reported so the baseline's weight can be judged)."""
+    shapes = _shapes(slug)
+    pooled = H2M2Hardware(hw.lpddr_only_pooled(), hw.lpddr_only_pooled(), 1e6)
+    out = []
+    for p in points:
+        base = run_system(shapes, pooled, p, "sublayer").seconds
+        out.append(base / run_system(shapes, hw, p, system).seconds)
+    return out
+
+
+def _bounds(study_slug: str, points: list[Point], hw: H2M2Hardware) -> list[float]:
+    return [ideal_bound(_shapes(study_slug), hw, p) for p in points]
+
+
+def _bound_sweep(study: Study, hw: H2M2Hardware) -> tuple[list[int], list[float]]:
+    """:func:`ideal_bound` over every sequence length (steps of 128) whose footprint the
+    LPDDR-only baseline can hold at the study's batch, for the notes."""
+    shapes = _shapes(study.slug)
+    seqs = [
+        q
+        for q in range(128, 65537, 128)
+        if shapes.total_bytes(study.batch * q) <= hw.lpddr.capacity_bytes
+    ]
+    return seqs, [ideal_bound(shapes, hw, Point(study.batch, float(q))) for q in seqs]
+
+
+def _peak_phrase(study: Study, hw: H2M2Hardware, target: float) -> str:
+    seqs, b = _bound_sweep(study, hw)
+    top = int(np.argmax(b))
+    above = [q for q, v in zip(seqs, b, strict=True) if v >= target]
+    where = f"only for S{above[0]}-{above[-1]}" if above else "at no sequence length"
+    return (
+        f"over S128-{seqs[-1]} at B{study.batch}, ideal_bound peaks at {b[top]:.2f}x "
+        f"(S{seqs[top]}) and reaches {target:.2f}x {where}"
+    )
+
+
+def _floor_phrase(study: Study, hw: H2M2Hardware, target: float) -> str:
+    seqs, b = _bound_sweep(study, hw)
+    top = int(np.argmax(b))
+    below = [q for q, v in zip(seqs[top:], b[top:], strict=True) if v <= target]
+    where = f"only from S{below[0]}" if below else "nowhere"
+    return f"ideal_bound at B{study.batch} is at or under {target:.2f}x {where}"
+
+
+def _gpt3_gap(hw: H2M2Hardware) -> str:
+    """Why the GPT3-175B speedups sit above the paper's (Figs. 6, 7, 8, 12, 18), with the
+    numbers computed here."""
+    best = _speedups("gpt3-175b", GPT3.points, "oracle", hw)
+    bound = _bounds("gpt3-175b", GPT3.points, hw)
+    short = [1.0 - o / b for o, b in zip(best, bound, strict=True)]
+    paper = PAPER_TARGETS["fig7.best"]
+    excess = 100 * (np.mean(best) / paper - 1)
+    return (
+        f" The model's Oracle runs within {100 * min(short):.0f}-{100 * max(short):.0f} % of "
+        "ideal_bound at every point (the LPDDR side streams the footprint beyond 96 GB at "
+        f"544 GB/s), so these speedups exceed the paper's by ~{excess:.0f} %: the paper's "
+        f"Best ({paper:.2f}) is {100 * paper / np.mean(bound):.0f} % of the same bound's "
+        "average. Its cycle-level simulator (DRAMsim3-backed, §5.1) loses that against "
+        "Tables 1-2 without saying where (DRAM timing, tile prologues and kernel scheduling are "
+        "unpublished). Ratios between mappings are unaffected: see fig7.flexgen_of_best, "
+        "fig12.h2m2_of_oracle, the majors' 'of Best'."
+    )
+
+
 @runner("h2m2")
 def speedup_checks() -> list[Check]:
     """Figs. 6, 7, 8, 12, 13, 15, 18 and Table 3."""
     hw = H2M2Hardware.table1()
     checks: list[Check] = []
     g = GPT3.describe()
+    gpt3_gap = _gpt3_gap(hw)
 
     head = _speedups("gpt3-175b", FIG6_POINTS, "oracle", hw)
     sub = _speedups("gpt3-175b", FIG6_POINTS, "sublayer", hw)
@@ -141,8 +254,10 @@ def speedup_checks() -> list[Check]:
             "fig6.head_aware",
             "head-aware granularity speedup over LPDDR-only",
             np.mean(head),
-            f"{pts6}; both granularities at their best mapping (§3.1)",
+            f"{pts6}; both granularities at their best mapping (§3.1).{gpt3_gap}",
             per_point=_fmt(head),
+            over_pooled_baseline=_fmt(_pooled("gpt3-175b", FIG6_POINTS, "oracle", hw)),
+            ideal_bound=_fmt(_bounds("gpt3-175b", FIG6_POINTS, hw)),
         )
     )
     checks.append(
@@ -150,28 +265,35 @@ def speedup_checks() -> list[Check]:
             "fig6.sublayer",
             "sublayer granularity speedup over LPDDR-only",
             np.mean(sub),
-            f"{pts6}; best of the 8 whole-sublayer mappings. Our model runs every "
-            "sublayer at the speed of one chip, so the idle chip costs more than in the "
-            "paper's simulator",
+            f"{pts6}; best of the 8 whole-sublayer mappings (Fig. 5a): one chip per "
+            "sublayer, as in the baseline, so only the sublayer placed in HBM gains. At B32 "
+            "a weight-stationary 128x128 array shifts in one weight row per cycle (512 GB/s "
+            "per chip), so a GEMM on one chip is no faster from HBM than from LPDDR and the "
+            "gain is attention's; at B32 S2048 no whole attention fits HBM (1.0x)",
             per_point=_fmt(sub),
         )
     )
 
     best = _speedups("gpt3-175b", GPT3.points, "oracle", hw)
-    flex = _speedups("gpt3-175b", GPT3.points, "flexgen-lp", hw)
+    plan = flexgen_static_mapping(_shapes("gpt3-175b"), hw, GPT3.points)
+    flex = _speedups("gpt3-175b", GPT3.points, "flexgen-lp", hw, decided=plan)
     flex_note = (
-        f"{g}; Eq. 1 with FLOPs-per-side objective and both capacities (as §3.2 describes "
-        "FlexGen's model), solved per point by scipy HiGHS. In our cost model GEMM weights "
-        "and KV bytes cost nearly the same per byte on LPDDR (the array's weight-shift "
-        "limit makes B32 GEMMs as slow on either side), so FlexGen's choice to leave "
-        "attention in LPDDR costs less than in the paper"
+        f"{g}; Eq. 1 (FLOPs per side as the objective, both capacities; §3.2 'only considers "
+        "the total capacity and FLOP assigned to each side'), solved once by scipy HiGHS at "
+        f"the peak-memory point (S{int(GPT3.points[-1].seq_len)}) and kept for every point "
+        f"(§3.2: static, blind to batch and sequence changes); plan (nQ, nA, nF) = "
+        f"{plan.as_tuple()}. FlexGen's FLOP-balanced weight split (w ~ 0.5) is close to the "
+        "Oracle's own GEMM split here, because at B32 each chip's array takes weights at "
+        "512 GB/s from either memory, so GEMMs gain from the second chip rather than from "
+        "HBM bandwidth; FlexGen loses mainly where its static plan leaves HBM unfilled "
+        "(short sequences)."
     )
     checks.append(
         _check(
             "fig7.flexgen",
             "FlexGen LP mapping speedup",
             np.mean(flex),
-            flex_note,
+            flex_note + gpt3_gap,
             per_point=_fmt(flex),
         )
     )
@@ -180,8 +302,10 @@ def speedup_checks() -> list[Check]:
             "fig7.best",
             "Best (exhaustive) mapping speedup",
             np.mean(best),
-            f"{g}; exhaustive search of all (N+1)^3 mappings",
+            f"{g}; exhaustive search of all (N+1)^3 mappings.{gpt3_gap}",
             per_point=_fmt(best),
+            over_pooled_baseline=_fmt(_pooled("gpt3-175b", GPT3.points, "oracle", hw)),
+            ideal_bound=_fmt(_bounds("gpt3-175b", GPT3.points, hw)),
         )
     )
     checks.append(
@@ -199,26 +323,39 @@ def speedup_checks() -> list[Check]:
                 f"{sysname} speedup",
                 np.mean(v),
                 f"{g}; the favoured sublayer keeps as many heads in HBM as fit, "
-                "the other two searched exhaustively (N^2)",
+                "the other two searched exhaustively (N^2). Of Best: "
+                f"{np.mean(v) / np.mean(best):.2f} (paper "
+                f"{PAPER_TARGETS[cid] / PAPER_TARGETS['fig7.best']:.2f})."
+                + (gpt3_gap if cid == "fig8.a_major" else ""),
                 per_point=_fmt(v),
             )
         )
 
+    gaps = {
+        "fig12": gpt3_gap,
+        "fig13": " The paper's 1.55 is out of reach at the points the text allows: from S512 "
+        "the footprint passes 96 GB, but up to S1024 it exceeds HBM by at most 54 GB, so the "
+        "LPDDR side carries little and H2M2 is bounded only by the two chips' arrays "
+        "(ideal_bound in details; the model sits just below it). With one point below S512 "
+        "(where Hierarchical wins, > 2x), an average of 1.55 over five points needs the other "
+        f"four at ~1.35x, and {_floor_phrase(CHINCHILLA, hw, 1.35)}. The paper does not say "
+        "what limits its H2M2 at moderate overflow.",
+        "fig15": " The paper's averages exceed what Table 2's compute allows: at B128 every "
+        "128x128 array is full, so both chips together (262 INT8 TOPS) need >= 67 ms for the "
+        "17.5 TOP of GEMMs, plus attention on the MV units, while the 544 GB/s baseline "
+        f"streams the footprint; {_peak_phrase(LLAMA2, hw, PAPER_TARGETS['fig15.oracle'])}. "
+        "The 'shorter sequence lengths' where Hierarchical wins (footprint < 96 GB, S512 and "
+        "S1024 here) are bounded well below 3x (ideal_bound in details), so an average of "
+        "3.00 cannot be reached on Tables 1-2 against a 544 GB/s LPDDR baseline; the paper "
+        "does not say what makes its baseline slower or its chips faster.",
+    }
     for study, fig in ((GPT3, "fig12"), (CHINCHILLA, "fig13"), (LLAMA2, "fig15")):
         h = _speedups(study.slug, study.points, "h2m2", hw)
         o = _speedups(study.slug, study.points, "oracle", hw)
         hier = _speedups(study.slug, study.points, "hierarchical", hw)
+        bounds = _fmt(_bounds(study.slug, study.points, hw))
         d = study.describe()
-        gap = {
-            "fig13": " Our asymmetric system gains much more than the paper's for Chinchilla: at "
-            "these footprints (86-236 GB) most data fits the 96 GB HBM and the LPDDR side holds "
-            "little, so the bandwidth model gives >2x; the paper's simulator reports 1.55x "
-            "without stating what limits it",
-            "fig15": " Llama2-70B at B128 is compute-bound on the 128x128 arrays once its "
-            "weights sit in HBM (2 x 131 INT8 TOPS for 17.5 TOP per iteration), which caps "
-            "every system's speedup near 2-2.5x; the paper's ~3x needs more compute than "
-            "Table 2 gives or a slower baseline",
-        }.get(fig, "")
+        gap = gaps[fig]
         checks.append(
             _check(
                 f"{fig}.h2m2",
@@ -226,6 +363,8 @@ def speedup_checks() -> list[Check]:
                 np.mean(h),
                 f"{d}; Algorithm 1 with TLB costs.{gap}",
                 per_point=_fmt(h),
+                over_pooled_baseline=_fmt(_pooled(study.slug, study.points, "h2m2", hw)),
+                ideal_bound=bounds,
             )
         )
         if fig == "fig15":
@@ -236,6 +375,7 @@ def speedup_checks() -> list[Check]:
                     np.mean(o),
                     f"{d}; exhaustive search, no abstraction cost.{gap}",
                     per_point=_fmt(o),
+                    ideal_bound=bounds,
                 )
             )
         else:
@@ -248,33 +388,72 @@ def speedup_checks() -> list[Check]:
                     oracle=_fmt(o),
                 )
             )
+        hier_note = (
+            f"{d}; HBM as an LRU page cache of LPDDR with on-demand migration, both chips "
+            "beside the HBM: one iteration scans the whole footprint in the same order, so "
+            "above 96 GB every page is evicted before its reuse (§2.2.1's reuse distances) "
+            "and each access migrates (LPDDR read, interconnect, HBM write); a footprint "
+            "that fits runs at HBM speed."
+        )
+        if fig == "fig15":
+            hier_note += (
+                " The paper's 2.75 needs Hierarchical to stay near H2M2 at S >= 2048 "
+                "(footprint > 96 GB), i.e. to migrate only part of the footprint; a cache "
+                "that does so would not give GPT3's 1.07. The paper does not describe its "
+                "migration policy beyond 'on-demand'."
+            )
         checks.append(
             _check(
                 f"{fig}.hierarchical",
                 "strict hierarchical memory speedup",
                 np.mean(hier),
-                f"{d}; HBM as an LRU page cache of LPDDR with on-demand migration: "
-                "a footprint above 96 GB thrashes (cyclic reuse), one that fits "
-                "runs at HBM speed",
+                hier_note,
                 per_point=_fmt(hier),
             )
         )
         checks.extend(_table3(study, hw))
 
     e8 = _speedups("gpt3-175b", GPT3.points, "8-hbm", hw)
+    h2 = _speedups("gpt3-175b", GPT3.points, "h2m2", hw)
     checks.append(
         _check(
             "fig18.8hbm",
             "8-HBM speedup",
             np.mean(e8),
-            f"{g}; eight 96 GB HBM3 stacks, the same two chips, ring all-reduce "
-            "over A100 NVLink (300 GB/s per direction) twice per layer; the "
-            "paper's measured A100 communication cost is not published",
+            f"{g}; eight 96 GB HBM3 stacks, the same two chips both busy (§5.5 'the "
+            "computational capability ... remains unchanged'), a ring all-reduce over A100 "
+            "NVLink (300 GB/s per direction) twice per layer for the communication the paper "
+            "measured on eight A100s but does not publish. 8-HBM / H2M2 = "
+            f"{np.mean(e8) / np.mean(h2):.2f} (paper "
+            f"{PAPER_TARGETS['fig18.8hbm'] / PAPER_TARGETS['fig12.h2m2']:.2f}): the absolute "
+            "miss is mostly the scale gap of every GPT3 speedup here (see fig12.h2m2's note), "
+            "the rest the unpublished communication cost.",
             per_point=_fmt(e8),
         )
     )
     checks.extend(_energy_checks(hw))
     return checks
+
+
+#: Table 3's mapping overhead, per model: what the greedy loses and why
+MAPPING_GAP_NOTES = {
+    "gpt3": "Algorithm 1 (attention, qkv-linear, fc, each by its own min-max under the "
+    "peak-execution model of §4.3.2) lands within a few % of the Oracle at every point.",
+    "chinchilla": "The greedy equals the Oracle where the footprint fits or barely exceeds "
+    "HBM (S256, S512) and loses most at S1024, where its fixed order leaves fc short; the "
+    "paper's 3.76 % average is larger than this model's loss at any point but S1024. The "
+    "paper's points and the value of its arithmetic-intensity hyperparameter (§4.3.2) are "
+    "unpublished; this model's factor is derived from Tables 1-2 (see mapping.py).",
+    "llama2": "Most of it is S4096 (154 GB): attention's own min-max takes 56 of 64 heads "
+    "(7 of 8 KV heads) into HBM, qkv-linear its balanced half, and fc, compute-bound at "
+    "B128 and last in Algorithm 1's fixed order, gets the 17 of 64 column slices HBM has "
+    "left, so the LPDDR chip does ~3/4 of it; the Oracle gives up one KV head and qkv's "
+    "balance to feed fc. That is Algorithm 1 as published (fixed order, per-sublayer "
+    "min-max, §4.3.2), not a misreading: replaying its three steps on the full cost model "
+    "gives the same mapping (tests/core/h2m2). Elsewhere the greedy is within ~2 %. The "
+    "paper's 0.60 % implies its Llama2 points avoid this crossover, or its simulator "
+    "punishes a stranded fc less; neither is stated.",
+}
 
 
 def _table3(study: Study, hw: H2M2Hardware) -> list[Check]:
@@ -301,10 +480,8 @@ def _table3(study: Study, hw: H2M2Hardware) -> list[Check]:
         (
             "mapping",
             map_pct,
-            "greedy (no abstraction) over Oracle. Algorithm 1's fixed order balances qkv-linear "
-            "before fc; when HBM runs short (Llama2 S4096) the Oracle instead gives that "
-            "capacity to fc, whose LPDDR half then dominates, so the greedy loses most there; "
-            "our greedy is closer to the Oracle than the paper's on Chinchilla",
+            "greedy (no abstraction) over Oracle, per point in details. "
+            + MAPPING_GAP_NOTES[study.key],
         ),
     ):
         cid = f"table3.{study.key}.{kind}"
@@ -322,6 +499,26 @@ def _table3(study: Study, hw: H2M2Hardware) -> list[Check]:
             )
         )
     return out
+
+
+def _energy_contradiction() -> str:
+    """Why no single memory-energy model meets both Fig. 19 figures (computed from the
+    paper's own figures, which is all this note uses them for)."""
+    e_h, e_8 = PAPER_TARGETS["fig19.h2m2"], PAPER_TARGETS["fig19.8hbm"]
+    s_h, s_8 = PAPER_TARGETS["fig12.h2m2"], PAPER_TARGETS["fig18.8hbm"]
+    # static power x time, one power per device: H2M2 (1 + rho) / s_h, 8-HBM 8 rho / s_8
+    rho_h = e_h * s_h - 1.0
+    rho_8 = e_8 * s_8 / 8.0
+    return (
+        "No memory-energy model §5.5 describes meets both figures. Per access: every system "
+        "reads each weight and KV byte once per iteration, so H2M2 below 1 needs an HBM bit "
+        "cheaper than an LPDDR bit and 8-HBM above 1 needs it dearer (its communication adds "
+        "only activations). Per device power x time (a 'static power model'): H2M2's "
+        f"{e_h:.2f} at {s_h:.2f}x gives P_HBM/P_LPDDR = {rho_h:.2f}, which puts 8-HBM (8 "
+        f"stacks at {s_8:.2f}x) at {8 * rho_h / s_8:.2f}; 8-HBM's {e_8:.2f} gives {rho_8:.2f}, "
+        f"which puts H2M2 at {(1 + rho_8) / s_h:.2f}. The CXL-PNM ratio [36] the paper uses is "
+        "not printed, so this check keeps published per-bit energies and reports the gap."
+    )
 
 
 def _energy_checks(hw: H2M2Hardware) -> list[Check]:
@@ -349,9 +546,7 @@ def _energy_checks(hw: H2M2Hardware) -> list[Check]:
             "fig19.8hbm",
             "8-HBM memory energy per token / LPDDR-only",
             np.mean(rel_8),
-            note + ". An access-energy model cannot make 8-HBM cost more than LPDDR-only "
-            "when an HBM bit is cheaper than an LPDDR bit (the paper's H2M2 figure needs "
-            "exactly that); the paper's 1.31x must include costs it does not describe",
+            note + ". " + _energy_contradiction(),
             per_point=_fmt(rel_8),
         ),
     ]
@@ -369,6 +564,9 @@ def dynamic_checks() -> list[Check]:
         "Oracle re-searched at no cost, FlexGen's LP solved once for the peak footprint"
     )
     kv = [round(res.kv_cache_gb[i], 1) for i in (0, 31, 63, 95, 127)]
+    # the paper's Oracle is H2M2 / (H2M2 of Oracle); only used to print its FlexGen ratio
+    paper_oracle = PAPER_TARGETS["fig16.h2m2"] / PAPER_TARGETS["fig16.h2m2_of_oracle"]
+    paper_flex_of_oracle = PAPER_TARGETS["fig16.flexgen"] / paper_oracle
     return [
         _check(
             "fig16.h2m2",
@@ -380,7 +578,20 @@ def dynamic_checks() -> list[Check]:
             migrated_gb=round(res.migrated_gb, 1),
         ),
         _check(
-            "fig16.flexgen", "FlexGen (static) speedup, dynamic lengths", res.mean("flexgen"), note
+            "fig16.flexgen",
+            "FlexGen (static) speedup, dynamic lengths",
+            res.mean("flexgen"),
+            note + ". FlexGen / Oracle here: "
+            f"{res.mean('flexgen') / res.mean('oracle'):.2f} (paper "
+            f"{paper_flex_of_oracle:.2f}). "
+            "Its plan (Eq. 1 at the longest possible lengths) balances the GEMM weights by "
+            "FLOPs and leaves attention in LPDDR; at B32 each chip's 128x128 weight-stationary "
+            "array takes weights at 512 GB/s from either memory, so that split is what the "
+            "Oracle itself picks for the GEMMs and FlexGen loses only the HBM its static plan "
+            "leaves empty when sequences are short. The paper's wider gap rests on attention "
+            "in LPDDR being costlier than its bytes at 544 GB/s, which Tables 1-2 do not "
+            "imply; it also attributes the Fig. 16/Fig. 7 difference to 'the difference of "
+            "the batch size' though both figures are captioned batch 32",
         ),
         _check(
             "fig16.h2m2_of_oracle",
