@@ -154,3 +154,27 @@ def test_simulation_cost_does_not_grow_with_output_length() -> None:
     e_short = _run(short, max_batch=16).events
     e_long = _run(long, max_batch=16).events
     assert e_long <= 1.5 * e_short
+
+
+def test_batch_one_devices_share_one_fcfs_queue() -> None:
+    reqs = _requests(n=120, rate=3.0)
+    out = _run(reqs, devices=3, max_batch=1)
+    starts = {}
+    for u in out.units:
+        for start, _end, kind, request, _b in u.timeline:
+            if kind == PREFILL:
+                starts[request] = start
+    order = [starts[r] for r in range(len(reqs))]
+    assert order == sorted(order)  # whoever frees up first takes the oldest request
+    # and nobody waits while a device idles: a request starts at arrival or at a completion
+    ends = sorted(float(t) for t in out.finish_s)
+    for r, t in enumerate(order):
+        assert t == reqs.arrival_s[r] or any(abs(t - e) < 1e-9 for e in ends)
+
+
+def test_continuous_batching_routes_each_request_to_the_least_loaded_device() -> None:
+    reqs = RequestSet.from_lists([0.0] * 30, [300] * 30, [50] * 30)
+    out = _run(reqs, devices=3, max_batch=16)
+    counts = np.bincount(out.finished_on, minlength=3)
+    assert counts.tolist() == [10, 10, 10]
+    assert out.finished_on[:6].tolist() == [0, 1, 2, 0, 1, 2]
