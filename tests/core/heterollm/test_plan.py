@@ -173,3 +173,22 @@ def test_it_rejects_a_prompt_beyond_the_context(soc: HeteroSoc, llama8b: ModelSp
     with pytest.raises(SpecError) as err:
         Decider(soc, llama8b, "cpu-only")
     assert err.value.field == "options.mode"
+
+
+def test_times_follow_the_device_models(soc: HeteroSoc, llama8b: ModelSpec) -> None:
+    from dataclasses import replace
+
+    from simulations.core.devices.npu import NpuModel
+
+    rt = soc.npu.runtime
+    slow_npu = NpuModel(soc.npu.device, replace(rt, params={**rt.params, "reload_us": 4.0}))
+    slow = replace(soc, npu=slow_npu)
+    for mode in ("hetero-layer", "hetero-tensor"):
+        assert (
+            Decider(slow, llama8b, mode).prefill(256).seconds
+            > Decider(soc, llama8b, mode).prefill(256).seconds
+        )
+    assert (
+        Decider(slow, llama8b, "gpu-only").prefill(256).seconds
+        == Decider(soc, llama8b, "gpu-only").prefill(256).seconds
+    )
