@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal
 
-from simulations.core.devices.gpu import OpTime
+from simulations.core.devices.gpu import OpTime, check_capacity
 from simulations.core.errors import SpecError
 from simulations.core.graph import OpKind, PhaseGraph, decode_graph, prefill_graph
 from simulations.core.spec import ModelSpec, check_count
@@ -231,7 +231,6 @@ class Decider:
         check_count("seq", seq, maximum=self.model.max_context)
         hit = self._prefill.get(seq)
         if hit is None:
-            self.soc.npu.check_fits(self.model, seq)
             g = prefill_graph(
                 self.model, [seq], self.soc.precision, fused_attention=self.soc.gpu.fused_attention
             )
@@ -244,7 +243,6 @@ class Decider:
         key = (batch, kv_tokens)
         hit = self._decode.get(key)
         if hit is None:
-            self.soc.npu.check_fits(self.model, kv_tokens + batch)
             g = decode_graph(
                 self.model,
                 batch,
@@ -330,9 +328,22 @@ class Decider:
             nbytes,
         )
 
+    def _check_fits(self, g: PhaseGraph) -> None:
+        """Weights, the KV cache of the pass and its largest operator's activations must fit
+        the shared memory (CapacityError naming it otherwise)."""
+        npu = self.soc.npu
+        workspace = max(op.act_read_bytes + op.act_write_bytes for op in g.ops)
+        need = (
+            npu.weights_bytes(self.model)
+            + g.kv_tokens * npu.kv_bytes_per_token(self.model)
+            + workspace
+        )
+        check_capacity(npu.device, need, f"{self.model.slug} ({g.phase.value}, shared memory)")
+
     def _run(self, g: PhaseGraph, phase: str, tokens: int, scope: Scope, *, fast: bool) -> PhaseRun:
         """Time one pass with every Matmul placed within ``scope``."""
         decode = phase == "decode"
+        self._check_fits(g)
         times = self.soc.gpu.op_times(g)
         runs: list[KernelRun] = []
         for op, t in zip(g.ops, times, strict=True):
