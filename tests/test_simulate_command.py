@@ -137,3 +137,28 @@ def test_a_model_that_does_not_fit_names_the_system_and_device(
         run(_write(tmp_path, doc))
     assert "systems[0]" in str(err.value)
     assert "8xA100" in str(err.value)
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.json")), ids=lambda p: p.name)
+def test_every_example_is_a_valid_scenario(builtin_catalog_rows: Any, example: Path) -> None:
+    from simulations.adapters import catalog_from_db
+    from simulations.core.scenario import parse_scenario
+
+    doc = json.loads(example.read_text())
+    spec = parse_scenario(doc, catalog_from_db(), trace_dir=example.parent)
+    assert spec.systems
+
+
+def test_a_wide_comparison_is_split_into_80_column_blocks(
+    builtin_catalog_rows: Any, tmp_path: Path
+) -> None:
+    doc = _doc()
+    base = doc["systems"][1]
+    doc["systems"] += [
+        dict(base, name=f"{n}xA100", devices=[dict(device="a100-80gb", count=n)]) for n in (2, 4, 6)
+    ]
+    text = run(_write(tmp_path, doc), "--format", "table")
+    assert max(len(line) for line in text.splitlines()) <= 80
+    heads = [line for line in text.splitlines() if line.startswith("metric")]
+    assert len(heads) == 2
+    assert all("1xA100+7xU280" in h for h in heads)
