@@ -231,10 +231,10 @@ def _gpt3_gap(hw: H2M2Hardware) -> str:
         "ideal_bound at every point (the LPDDR side streams the footprint beyond 96 GB at "
         f"544 GB/s), so these speedups exceed the paper's by ~{excess:.0f} %: the paper's "
         f"Best ({paper:.2f}) is {100 * paper / np.mean(bound):.0f} % of the same bound's "
-        "average. Its cycle-level simulator (DRAMsim3-backed, §5.1) loses that against "
-        "Tables 1-2 without saying where (DRAM timing, tile prologues and kernel scheduling are "
-        "unpublished). Ratios between mappings are unaffected: see fig7.flexgen_of_best, "
-        "fig12.h2m2_of_oracle, the majors' 'of Best'."
+        "average. Its cycle-level simulator (cross-validated against mNPUsim and DRAMsim3, "
+        "§5.1) loses that against Tables 1-2 without saying where (DRAM timing, tile "
+        "prologues and kernel scheduling are unpublished). Ratios between mappings are "
+        "unaffected: see fig7.flexgen_of_best, fig12.h2m2_of_oracle, the majors' 'of Best'."
     )
 
 
@@ -419,7 +419,7 @@ def speedup_checks() -> list[Check]:
                 " The paper's 2.75 needs Hierarchical to stay near H2M2 at S >= 2048 "
                 "(footprint > 96 GB), i.e. to keep part of the footprint resident and migrate "
                 "only the rest; such a cache would also keep 96 GB of GPT3's 194-329 GB in HBM "
-                "and lift it well above its 1.07 (fig12.hierarchical). The paper does not "
+                "and lift it above its 1.07 (fig12.hierarchical). The paper does not "
                 "describe its migration policy beyond 'on-demand'."
             )
         checks.append(

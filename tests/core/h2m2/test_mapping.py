@@ -267,3 +267,17 @@ def test_abstraction_makes_h2m2_slower_than_its_plain_mapping():
 def test_it_rejects_an_unknown_system():
     with pytest.raises(SpecError):
         run_system(shapes("gpt3-175b"), HW, Point(32, 512.0), "best-guess")
+
+
+@pytest.mark.parametrize("slug", ["gpt3-175b", "chinchilla-70b", "llama2-70b"])
+def test_the_paper_models_have_the_published_shapes(slug: str):
+    from simulations.core.policies.h2m2.models import _FALLBACK
+
+    m, ref = paper_model(slug), _FALLBACK[slug]
+    fields = ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim", "ffn_size")
+    assert [getattr(m, f) for f in fields] == [getattr(ref, f) for f in fields]
+    assert m.ffn_kind == ref.ffn_kind
+    # INT8 decoder weights (§5.1): GPT3-175B ~174 GB, Chinchilla ~64 GB, Llama2 ~68 GB
+    s = LayerShapes.of(m)
+    expected = {"gpt3-175b": 174e9, "chinchilla-70b": 64.4e9, "llama2-70b": 68.5e9}[slug]
+    assert s.n_layers * s.weight_bytes_per_layer == pytest.approx(expected, rel=0.01)
