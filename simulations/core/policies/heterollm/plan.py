@@ -30,8 +30,10 @@ conventional synchronisation costs a copy (``clEnqueueWriteBuffer``, fixed ≈40
 refill of the drained GPU queue (50–100 µs) at every such boundary; fast synchronisation
 (shared buffers, predicted sleep then polling) costs only the submission of the next GPU
 kernel to an empty queue when a GPU kernel waits for the NPU in the NPU-dominant prefill,
-and nothing in the GPU-dominant decode, where the next GPU kernel is already queued
-(:class:`~simulations.core.memory.UnifiedMemorySync`).
+and nothing in the GPU-dominant decode, where the next GPU kernel is already queued behind
+the GPU's share of the partitioned kernel (:class:`~simulations.core.memory.UnifiedMemorySync`).
+Boundaries are counted fork-join: a partitioned kernel joins both processors before the next
+kernel starts (Fig. 11: the next GPU kernel is submitted once the NPU part has finished).
 
 The solver's ``T_sync + T_copy`` for a kernel is the cost of the two boundaries of a kernel
 that uses the NPU between two GPU kernels, under the synchronisation the plan is made for
@@ -42,6 +44,11 @@ them with conventional synchronisation is the paper's "w/o fast sync" ablation, 
 ``power_compute_frac``/``power_memory_frac`` × TDP by the roofline side of its kernel; NPU:
 ``active_power_w``) and its idle power otherwise; the CPU control plane's power is not
 published and not counted.
+
+The decider (§4.3) picks each kernel's placement with the solver, then also compares the
+whole pass against the plans of the simpler modes it contains (layer-level, all Matmuls on
+the NPU, all on the GPU) and keeps the fastest: the paper's per-kernel ``T_sync`` does not
+see which neighbours share a boundary, the executed pass does.
 
 Deviations: kernels run one after another in graph order (no overlap of independent
 kernels beyond the GPU/NPU halves of one partitioned kernel); NPU graph launches cost
