@@ -247,3 +247,36 @@ def test_an_unknown_option_is_rejected() -> None:
     with pytest.raises(SpecError) as err:
         _run(_system(prefetch=4), _requests(n=2))
     assert err.value.field == "options.prefetch"
+
+
+def test_with_the_catalog_models_fast_forward_still_matches_the_reference() -> None:
+    # The real U280 model is a staircase in the cached tokens (tile-quantised KV loads),
+    # which the fast path sums from dense prefix tables; the A100 model has roofline kinks.
+    from simulations.core.catalog import builtin_catalog
+    from simulations.core.spec import DevicePlacement
+
+    cat = builtin_catalog()
+    model = cat.model("llama2-7b")
+
+    def pl(slug: str, n: int, role: str = "") -> DevicePlacement:
+        d = cat.device(slug)
+        return DevicePlacement(d, n, cat.default_runtime(d), role)
+
+    wl = WorkloadSpec(
+        requests=40,
+        input_tokens=LengthDist("uniform", low=50, high=2000),
+        output_tokens=LengthDist("uniform", low=1, high=300),
+        arrival=ArrivalSpec("poisson", rate_per_s=2.0),
+        seed=1,
+    )
+    reqs = generate_requests(wl, model)
+    for sys_, cls in (
+        (system("g", "glitches", pl("a100-80gb", 1, "prefill"), pl("u280", 3, "decode")), None),
+        (system("h", "homogeneous", pl("a100-80gb", 2), max_batch=32), HomogeneousPolicy),
+        (system("f", "homogeneous", pl("u280", 2)), HomogeneousPolicy),
+    ):
+        pol_cls = cls or GlitchesPolicy
+        fast = pol_cls().simulate(sys_, model, reqs)
+        ref = pol_cls(reference=True).simulate(sys_, model, reqs)
+        assert (np.abs(fast.finish_s - ref.finish_s) / ref.finish_s).max() < 1e-9
+        assert (np.abs(fast.first_token_s - ref.first_token_s) / ref.first_token_s).max() < 1e-9
