@@ -22,6 +22,11 @@ Decisions on the asymmetric memory, each returning a :class:`Mapping` ``(nQ, nA,
   of weights (w), KV cache (c) and activations (h) on HBM, minimising the larger side's
   compute time (FLOPs / peak) under both capacities, as §3.2 describes FlexGen's model ("only
   considers the total capacity and FLOP assigned to each side"); qkv-linear and fc share w.
+  :func:`flexgen_static_mapping` solves it once, at a run's peak memory, and the plan is kept
+  for every point (§3.2: FlexGen's mapping "remains static when batch sizes and sequence
+  lengths change"); ``run_system(..., decided=plan)`` evaluates it.
+* The LPDDR-only baseline (``lpddr-only``) is Fig. 4(b) with sublayer-granular mapping
+  (Fig. 5a), as §3.1 normalises every speedup: one chip per kernel beside the LPDDR.
 
 Deviations: the search space includes n = 0 and n = N for every sublayer, (N+1)³ = 912,673
 mappings for GPT3-175B where the paper counts N³ = 884,736.
