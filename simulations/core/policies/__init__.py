@@ -8,6 +8,7 @@ from . import (
     h2m2,  # noqa: F401  (registers "h2m2")
     heterollm,  # noqa: F401  (registers "heterollm")
     homogeneous,  # noqa: F401  (registers "homogeneous")
+    neo,  # noqa: F401  (registers "neo", "gpu-only", "fastdecode+")
 )
 from .base import OptionSpec, Policy, RoleSpec, get_policy, policy_names, register
 

@@ -1,0 +1,321 @@
+"""Neo's load-aware scheduler (§3.2): one decision per iteration.
+
+The six steps of §3.2, on the runqueues of :class:`~.sim.NeoSim`:
+
+1. *Initialise* two empty sub-batches: batch-0 (prefills, GPU decodes, a few CPU decodes)
+   and batch-1 (CPU decodes only).
+2. *GPU decodes*: every GPU-resident request joins batch-0; while their KV cache for this
+   step does not fit the GPU cache (or the batch budget), the most recently admitted one is
+   swapped out to the CPU cache (front of the CPU runqueue); otherwise CPU requests are
+   swapped in from the head of the CPU runqueue while there is ample room (the request's
+   blocks plus one block of growth per GPU request).
+3. *Prefills*: pop the prefill waitqueue (FCFS) into batch-0 while the iteration's token
+   and batch budgets hold ("until the GPU cannot hold the activations"); each prompt's KV
+   stays in the GPU cache if it fits there, else it is swapped out layer by layer to the
+   CPU cache; when neither cache has room, stop.
+4. *CPU decodes*: scan the CPU runqueue and put each request into batch-1 or batch-0 (the
+   one with more slack first) if ``T_ca0 ≤ T_l1 + T_ga0`` and ``T_ca1 ≤ T_l0`` still hold,
+   else skip it for this iteration.
+5. *Reduce prefills*: drop the last prefills that would be swapped out, as long as the
+   inequalities still hold (when CPU decodes were placed: there is a CPU to balance).
+6. *Decide*: the GPU-only schedule is batch-0 without step 4's CPU decodes; pick whichever
+   of the two has the higher estimated requests per second, ``x / T`` (each request in an
+   iteration yields one token), with ``T ≈ L × (max{T_l0, T_ca1} + max{T_l1 + T_ga0,
+   T_ca0})`` for the two-batch schedule and ``L × (T_l + T_ga)`` for the GPU-only one.
+
+All times are the :class:`~.costs.ProfileTable`'s estimates. Modes: ``neo``; ``gpu``
+(offloading disabled — GPU-only Neo: the CPU cache only holds swapped-out requests);
+``fastdecode`` (FastDecode+, Neo §5.1: every request's KV and decode attention on the CPU,
+same pipelining and scheduler).
+
+Progress rule (not in the paper, which does not say what happens when nothing can run):
+when no prefill, GPU decode or balanced CPU decode can be scheduled but CPU requests wait,
+the scheduler *forces* CPU batches — the CPU runqueue's head requests split over the two
+sub-batches with balanced CPU time, regardless of the inequalities (§5.3: "FastDecode+
+would have no choice but to launch CPU batches to make progress"). Such schedules are
+marked ``forced``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .sim import NeoSim
+
+NEO = "neo"
+GPU_ONLY = "gpu"
+FASTDECODE = "fastdecode"
+MODES = (NEO, GPU_ONLY, FASTDECODE)
+
+
+@dataclass(slots=True)
+class Schedule:
+    """One iteration's decision: who runs where, what moves over PCIe, and the estimates.
+
+    ``t_l0 … t_ca1`` are the per-layer estimates of §3.2 for the chosen composition
+    (two-batch schedules); ``rate_two`` and ``rate_gpu`` the step-6 comparison. ``trace``
+    records every decision of steps 3–6 (admissions, each scanned CPU request's preferred
+    sub-batch and outcome, step-5 removals, the step-6 choice) so two plans can be
+    compared decision by decision.
+    """
+
+    prefill_gpu: list[int] = field(default_factory=list)
+    prefill_cpu: list[int] = field(default_factory=list)
+    gpu_dec: list[int] = field(default_factory=list)
+    cpu0: list[int] = field(default_factory=list)
+    cpu1: list[int] = field(default_factory=list)
+    swap_in: list[int] = field(default_factory=list)
+    swap_out: list[int] = field(default_factory=list)
+    recompute: list[int] = field(default_factory=list)
+    two_batch: bool = False
+    forced: bool = False
+    t_l0: float = 0.0
+    t_l1: float = 0.0
+    t_ga0: float = 0.0
+    t_ca0: float = 0.0
+    t_ca1: float = 0.0
+    rate_two: float = 0.0
+    rate_gpu: float = 0.0
+    trace: list[int] = field(default_factory=list)
+    admission_blocked: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to compute (swaps alone are not an iteration)."""
+        return not (self.prefill_gpu or self.prefill_cpu or self.gpu_dec or self.cpu0 or self.cpu1)
+
+    @property
+    def prefills(self) -> list[int]:
+        """Every prefill of the iteration (GPU-resident first)."""
+        return self.prefill_gpu + self.prefill_cpu
+
+    def inequalities_hold(self, slack: float = 1e-12) -> bool:
+        """``T_ca0 ≤ T_l1 + T_ga0`` and ``T_ca1 ≤ T_l0`` on the schedule's estimates."""
+        tol = slack * max(1.0, self.t_l0 + self.t_l1 + self.t_ga0)
+        return self.t_ca0 <= self.t_l1 + self.t_ga0 + tol and self.t_ca1 <= self.t_l0 + tol
+
+
+class NeoScheduler:
+    """The §3.2 scheduler over a :class:`~.sim.NeoSim`'s queues (read-only: the simulator
+    applies the returned :class:`Schedule`)."""
+
+    def __init__(self, sim: NeoSim, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown Neo mode {mode!r}")
+        self.sim = sim
+        self.mode = mode
+
+    def plan(self) -> Schedule:
+        """The next iteration's schedule (all six steps)."""
+        sim = self.sim
+        tab = sim.table
+        bs = sim.block_size
+        ctx = sim.ctx
+        plen = sim.plen
+        max_batch = sim.max_batch
+        max_tokens = sim.max_tokens
+        gpu_pool = sim.gpu_pool
+        cpu_pool = sim.cpu_pool
+        n_layers = sim.n_layers
+        sch = Schedule()
+
+        # Step 2: GPU decodes, swap-out / swap-in.
+        gpu_q = sim.gpu_q
+        keep = len(gpu_q)
+        need = 0
+        for r in gpu_q:
+            need += (ctx[r] + bs) // bs  # blocks after this step's token: ceil((c+1)/bs)
+        while keep and (need > gpu_pool or keep > max_batch or keep > max_tokens):
+            keep -= 1
+            victim = gpu_q[keep]
+            need -= (ctx[victim] + bs) // bs
+            sch.swap_out.append(victim)
+        cpu_q = sim.cpu_q
+        cpu_need = sim.cpu_blocks_next()
+        n_cpu = len(cpu_q)
+        while n_cpu and cpu_need > cpu_pool:
+            # The host cache overflows: the latest CPU request is recomputed later.
+            n_cpu -= 1
+            victim = cpu_q[n_cpu]
+            cpu_need -= (ctx[victim] + bs) // bs
+            sch.recompute.append(victim)
+        out_blocks = 0
+        for v in sch.swap_out:
+            out_blocks += (ctx[v] + bs) // bs
+        if cpu_need + out_blocks > cpu_pool:
+            # No room on the host either: swapped-out victims are recomputed later.
+            sch.recompute.extend(sch.swap_out)
+            sch.swap_out = []
+            out_blocks = 0
+        gpu_dec = gpu_q[:keep]
+        cpu_order: list[int] = list(reversed(sch.swap_out)) + cpu_q[:n_cpu]
+        if not sch.swap_out and self.mode != FASTDECODE and n_cpu:
+            reserve = keep
+            n_in = 0
+            for r in cpu_order:
+                b = (ctx[r] + bs) // bs
+                if need + b > gpu_pool - reserve - 1 or keep + n_in >= max_batch:
+                    break
+                need += b
+                reserve += 1
+                n_in += 1
+                sch.swap_in.append(r)
+            if n_in:
+                gpu_dec = gpu_dec + sch.swap_in
+                cpu_order = cpu_order[n_in:]
+                for r in sch.swap_in:
+                    cpu_need -= (ctx[r] + bs) // bs
+        cpu_need += out_blocks
+        sch.gpu_dec = gpu_dec
+        n_gdec = len(gpu_dec)
+
+        # Step 3: prefills.
+        batch_left = max_batch - n_gdec
+        tokens_left = max_tokens - n_gdec
+        cpu_reserve = len(cpu_order)
+        pref_tokens = 0
+        t_pref = 0.0
+        for r in sim.waitq:
+            sch.admission_blocked = True
+            if batch_left < 1:
+                break
+            p = plen[r]
+            # A prompt longer than the whole budget runs as its iteration's only prefill.
+            if p > tokens_left and (pref_tokens or p <= max_tokens):
+                break
+            b = -(-p // bs)
+            if self.mode != FASTDECODE and need + b <= gpu_pool:
+                need += b
+                sch.prefill_gpu.append(r)
+            elif self.mode != GPU_ONLY and cpu_need + b <= cpu_pool - cpu_reserve:
+                cpu_need += b
+                cpu_reserve += 1
+                sch.prefill_cpu.append(r)
+            else:
+                break
+            batch_left -= 1
+            tokens_left -= p
+            pref_tokens += p
+            t_pref += tab.prefill_attn(p)
+            sch.admission_blocked = False
+
+        n_g_att = 0
+        for r in gpu_dec:
+            n_g_att += ctx[r] + 1
+        t_ga0 = t_pref + tab.gpu_decode_attn(n_g_att)
+        s0 = pref_tokens + n_gdec
+        t_l0 = tab.linear(s0)
+        s1 = 0
+        t_l1 = 0.0
+        x0 = n0 = x1 = n1 = 0
+        t_ca0 = t_ca1 = 0.0
+
+        trace = sch.trace
+        trace.append(len(sch.prefill_gpu))
+        trace.append(len(sch.prefill_cpu))
+
+        # Step 4: CPU decodes into batch-1 / batch-0 under the two inequalities.
+        if self.mode != GPU_ONLY and cpu_order:
+            min_fail = math.inf
+            for r in cpu_order:
+                if batch_left < 1 or tokens_left < 1:
+                    break
+                n = ctx[r] + 1
+                if n >= min_fail:
+                    trace.append(0)
+                    continue  # costs grow with length and slack only shrank since then
+                first = 1 if (t_l0 - t_ca1) >= (t_l1 + t_ga0 - t_ca0) else 0
+                placed = False
+                for j in (first, 1 - first):
+                    if j == 1:
+                        nt_l1 = tab.linear(s1 + 1)
+                        nt_ca1 = tab.cpu_attn(x1 + 1, n1 + n)
+                        if nt_ca1 <= t_l0 and t_ca0 <= nt_l1 + t_ga0:
+                            s1 += 1
+                            x1 += 1
+                            n1 += n
+                            t_l1, t_ca1 = nt_l1, nt_ca1
+                            sch.cpu1.append(r)
+                            placed = True
+                            break
+                    else:
+                        nt_l0 = tab.linear(s0 + 1)
+                        nt_ca0 = tab.cpu_attn(x0 + 1, n0 + n)
+                        if nt_ca0 <= t_l1 + t_ga0 and t_ca1 <= nt_l0:
+                            s0 += 1
+                            x0 += 1
+                            n0 += n
+                            t_l0, t_ca0 = nt_l0, nt_ca0
+                            sch.cpu0.append(r)
+                            placed = True
+                            break
+                if placed:
+                    batch_left -= 1
+                    tokens_left -= 1
+                    trace.append(2 + 2 * first + (1 if sch.cpu1 and sch.cpu1[-1] == r else 0))
+                else:
+                    min_fail = n
+                    trace.append(1)
+
+            # Step 5: drop swap-out prefills while the inequalities still hold.
+            if x0 + x1:
+                while sch.prefill_cpu:
+                    p = plen[sch.prefill_cpu[-1]]
+                    nt_l0 = tab.linear(s0 - p)
+                    nt_ga0 = t_ga0 - tab.prefill_attn(p)
+                    if t_ca1 <= nt_l0 and t_ca0 <= t_l1 + nt_ga0:
+                        trace.append(-1)
+                        sch.prefill_cpu.pop()
+                        s0 -= p
+                        pref_tokens -= p
+                        t_l0, t_ga0 = nt_l0, nt_ga0
+                    else:
+                        break
+
+        # Step 6: two-batch against GPU-only, by estimated requests per second.
+        x_gpu = len(sch.prefill_gpu) + len(sch.prefill_cpu) + n_gdec
+        t_gpu = n_layers * (tab.linear(s0 - x0) + t_ga0)
+        sch.rate_gpu = x_gpu / t_gpu if x_gpu and t_gpu > 0 else 0.0
+        if x0 + x1:
+            t_two = n_layers * (max(t_l0, t_ca1) + max(t_l1 + t_ga0, t_ca0))
+            sch.rate_two = (x_gpu + x0 + x1) / t_two
+        trace.append(len(sch.prefill_gpu))
+        trace.append(len(sch.prefill_cpu))
+        if x0 + x1 and sch.rate_two > sch.rate_gpu:
+            trace.append(-2)
+            sch.two_batch = True
+            sch.t_l0, sch.t_l1, sch.t_ga0, sch.t_ca0, sch.t_ca1 = t_l0, t_l1, t_ga0, t_ca0, t_ca1
+        else:
+            sch.cpu0 = []
+            sch.cpu1 = []
+            sch.t_l0, sch.t_ga0 = tab.linear(s0 - x0), t_ga0
+
+        if sch.empty and cpu_order and self.mode != GPU_ONLY:
+            self._force_cpu(sch, cpu_order)
+        return sch
+
+    def _force_cpu(self, sch: Schedule, cpu_order: list[int]) -> None:
+        """Launch CPU batches to make progress (see the module notes): the runqueue's head
+        requests, each into the sub-batch with less estimated CPU time."""
+        sim = self.sim
+        tab = sim.table
+        ctx = sim.ctx
+        x = [0, 0]
+        n = [0, 0]
+        t = [0.0, 0.0]
+        for r in cpu_order[: min(sim.max_batch, sim.max_tokens)]:
+            j = 0 if t[0] <= t[1] else 1
+            sch.trace.append(10 + j)
+            x[j] += 1
+            n[j] += ctx[r] + 1
+            t[j] = tab.cpu_attn(x[j], n[j])
+            (sch.cpu0 if j == 0 else sch.cpu1).append(r)
+        sch.two_batch = True
+        sch.forced = True
+        sch.t_l0 = tab.linear(x[0])
+        sch.t_l1 = tab.linear(x[1])
+        sch.t_ga0 = 0.0
+        sch.t_ca0, sch.t_ca1 = t[0], t[1]
