@@ -1,0 +1,493 @@
+"""Reproduction of Neo (papers/neo.md) §5: Figs. 6, 8, 9 and 10a.
+
+Every simulated figure comes from the ``neo``, ``fastdecode+`` and ``gpu-only`` policies
+(:mod:`simulations.core.policies.neo`) on catalog hardware: the GPU runs the ``vllm-fp16``
+stack (§5.5: SwiftLLM, Neo's base, performs like vLLM on one GPU), the host CPU the
+``ispc-paged-attention-cpu`` stack; the policies' defaults are SwiftLLM's (block 16,
+``gpu_mem_utilization`` 0.99, 512 requests and 3072 tokens per iteration; half the host
+memory for the CPU KV cache). Nothing below is tuned to a figure; the paper's values are
+only the targets beside the simulated ones.
+
+Testbeds (§5.1, Table 1): 2×H100-SXM + LLaMa-3.1-70B with tensor parallelism and one NUMA
+node of the Xeon 8462Y+ host; A10G + LLaMa-3.1-8B on g5.4xlarge (Fig. 10a: g5.2x/4x/8x/
+16xlarge); T4 + LLaMa-2-7B on g4dn.4xlarge.
+
+Definitions (read from §5):
+
+- *Per-token latency* (Fig. 6 caption): a request's full latency divided by its output
+  tokens, averaged over all requests.
+- *Throughput at equal latency* (§5.2: "14.3 % higher throughput ... at 2 sec latency"):
+  the Poisson request rate at which a system's mean per-token latency reaches the stated
+  level (2 s for H100 and A10G, 1 s for T4), found by raising the rate ×1.5 until the
+  latency exceeds the level and then bisecting the last interval (5 halvings, linear
+  interpolation in the final bracket); the gain is the ratio of the two systems' rates.
+  Arrivals use common random numbers (one unit-rate Poisson stream, scaled), so every
+  system and rate sees the same requests in the same order.
+- *Relative throughput* (Figs. 8b, 9, 10a): offline runs with every request present at
+  t = 0, throughput in requests per second between the completions of the 10 % and the
+  70 % fastest-finishing requests (the windowing of the authors' benchmark script, which
+  leaves out warm-up and drain), divided by the GPU-only baseline's.
+
+Workloads: AC = the first rows of the Azure code trace (lengths only; Poisson arrivals).
+OSC (OpenAI summarize comparisons, T4) is not in the repository; its stand-in draws prompts
+uniformly in 128–512 tokens and outputs uniformly in 24–48 tokens: the comparisons are
+built on TL;DR posts filtered to fewer than 512 tokens with reference summaries of 24–48
+tokens (Stiennon et al. 2020, the dataset's source); the 128-token floor is our assumption.
+Synthetic workloads (§5.1): lengths uniform in [0.9 l, 1.1 l]. The input lengths of
+Figs. 9/10 are not stated: we use 500, 1000 and 2000 tokens (the inputs of the authors'
+synthetic benchmarks; Fig. 8b states 2000) with outputs 50–800, and 2000 for Fig. 10a
+(the only input the paper states, Fig. 8b). "Up to" gains are the maxima over a figure's
+points.
+
+Baselines: Fig. 6 compares against vLLM *with chunked prefill* (selective batching); its
+stand-in is GPU-only Neo (``neo`` with ``cpu_offload = false``: prefills and decodes in one
+iteration, same memory), with the ``gpu-only`` policy (SwiftLLM-like, no mixing) in the
+details. Figs. 8b–10 compare against GPU-only Neo, i.e. SwiftLLM: the ``gpu-only`` policy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from simulations.core.catalog import builtin_catalog
+from simulations.core.engine.core import SimOutput
+from simulations.core.engine.requests import RequestSet
+from simulations.core.errors import CapacityError
+from simulations.core.policies.neo import FastDecodePlusPolicy, GpuOnlyPolicy, NeoPolicy
+from simulations.core.policies.neo.policy import NeoBasePolicy
+from simulations.core.spec import DevicePlacement, SystemSpec
+from simulations.core.traces import load_azure_trace
+
+from .base import Check, runner
+from .targets import target
+
+GPU_RUNTIME = "vllm-fp16"
+CPU_RUNTIME = "ispc-paged-attention-cpu"
+
+#: Requests per latency run (the authors' benchmark feeds 500 requests of a dataset) and
+#: per offline run (enough that the measured window is past the warm-up).
+ONLINE_REQUESTS = 500
+OFFLINE_REQUESTS = 1000
+SYNTH_INPUTS = (500, 1000, 2000)
+SYNTH_OUTPUTS = (50, 100, 200, 400, 800)
+FIG10_INPUT = 2000
+FIG10_CPUS = ("g5-2xlarge-cpu", "g5-4xlarge-cpu", "g5-8xlarge-cpu", "g5-16xlarge-cpu")
+SEED = 2024
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One testbed of §5.1."""
+
+    gpu: str
+    gpus: int
+    cpu: str
+    model: str
+    latency_s: float  # the per-token latency at which Fig. 6 reads throughput
+
+
+SETTINGS: dict[str, Setting] = {
+    "h100": Setting("h100-sxm", 2, "xeon-8462y-plus-numa-node", "llama3.1-70b", 2.0),
+    "a10g": Setting("a10g", 1, "g5-4xlarge-cpu", "llama3.1-8b", 2.0),
+    "t4": Setting("t4", 1, "g4dn-4xlarge-cpu", "llama2-7b", 1.0),
+}
+
+#: Policy variants: (registered policy class, options).
+VARIANTS: dict[str, tuple[type[NeoBasePolicy] | type[GpuOnlyPolicy], dict[str, Any]]] = {
+    "neo": (NeoPolicy, {}),
+    "neo-gpu": (NeoPolicy, {"cpu_offload": False}),
+    "gpu-only": (GpuOnlyPolicy, {}),
+    "fastdecode+": (FastDecodePlusPolicy, {}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BoundCheck(Check):
+    """A check against a published bound ("below 60 %", "never below by more than a few
+    %"): ok when the simulated value is at most (``upper``) or at least (``lower``) the
+    paper's value."""
+
+    bound: str = "upper"
+
+    @property
+    def ok(self) -> bool:
+        """Whether the simulated value respects the bound."""
+        if not math.isfinite(self.simulated):
+            return False
+        if self.bound == "upper":
+            return self.simulated <= self.paper_value + 1e-12
+        return self.simulated >= self.paper_value - 1e-12
+
+
+# --- workloads -------------------------------------------------------------------------------
+
+
+@cache
+def _code_trace() -> tuple[np.ndarray, np.ndarray]:
+    from pathlib import Path
+
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        path = parent / "shared" / "traces" / "AzureLLMInferenceTrace_code.csv"
+        if path.exists():
+            tr = load_azure_trace(path)
+            return np.asarray(tr.input_tokens), np.asarray(tr.output_tokens)
+    raise FileNotFoundError("AzureLLMInferenceTrace_code.csv not found beside the repository")
+
+
+@cache
+def _lengths(kind: str, n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Prompt and output lengths of the first ``n`` requests of a dataset."""
+    if kind == "ac":
+        inp, out = _code_trace()
+        return tuple(int(x) for x in inp[:n]), tuple(int(x) for x in out[:n])
+    if kind == "osc":
+        rng = np.random.default_rng([SEED, 1])
+        inp = rng.integers(128, 513, n)
+        out = rng.integers(24, 49, n)
+        return tuple(int(x) for x in inp), tuple(int(x) for x in out)
+    raise ValueError(kind)
+
+
+@cache
+def _unit_gaps(n: int) -> np.ndarray:
+    """Inter-arrival gaps of a unit-rate Poisson process (common to every rate)."""
+    return np.random.default_rng([SEED, 2]).exponential(1.0, n)
+
+
+def _poisson(kind: str, rate: float, n: int = ONLINE_REQUESTS) -> RequestSet:
+    inp, out = _lengths(kind, n)
+    return RequestSet.from_lists(np.cumsum(_unit_gaps(n)) / rate, list(inp), list(out))
+
+
+def _synthetic(l_in: int, l_out: int, n: int = OFFLINE_REQUESTS) -> RequestSet:
+    rng = np.random.default_rng([SEED, 3, l_in, l_out])
+    inp = rng.integers(math.ceil(0.9 * l_in), math.floor(1.1 * l_in) + 1, n)
+    out = rng.integers(math.ceil(0.9 * l_out), math.floor(1.1 * l_out) + 1, n)
+    return RequestSet.from_lists(np.zeros(n), inp, out)
+
+
+# --- runs ------------------------------------------------------------------------------------
+
+#: (setting, variant, dataset) -> the (rate, mean per-token latency) points evaluated.
+_SEEN: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+
+
+def _system(
+    setting: str, variant: str, cpu: str | None = None
+) -> tuple[SystemSpec, type[NeoBasePolicy] | type[GpuOnlyPolicy]]:
+    cat = builtin_catalog()
+    s = SETTINGS[setting]
+    cls, opts = VARIANTS[variant]
+    devices = (
+        DevicePlacement(cat.device(s.gpu), s.gpus, cat.runtime(GPU_RUNTIME), "gpu"),
+        DevicePlacement(cat.device(cpu or s.cpu), 1, cat.runtime(CPU_RUNTIME), "cpu"),
+    )
+    return SystemSpec(f"{setting}/{variant}", cls.name, devices, dict(opts)), cls
+
+
+def _simulate(setting: str, variant: str, requests: RequestSet, cpu: str | None) -> SimOutput:
+    system, cls = _system(setting, variant, cpu)
+    model = builtin_catalog().model(SETTINGS[setting].model)
+    out: SimOutput = cls().simulate(system, model, requests)
+    return out
+
+
+@cache
+def online_latency(setting: str, variant: str, kind: str, rate: float) -> float:
+    """Mean per-token latency (s) of a Poisson run at ``rate`` requests/s (Fig. 6)."""
+    out = _simulate(setting, variant, _poisson(kind, rate), None)
+    r = out.requests
+    lat = float(np.mean((out.finish_s - r.arrival_s) / r.output_tokens))
+    _SEEN.setdefault((setting, variant, kind), []).append((rate, lat))
+    return lat
+
+
+@cache
+def offline_throughput(
+    setting: str, variant: str, l_in: int, l_out: int, cpu: str | None = None
+) -> float:
+    """Requests/s between the 10 % and 70 % completions of an offline run (Figs. 8b–10)."""
+    out = _simulate(setting, variant, _synthetic(l_in, l_out), cpu)
+    f = np.sort(out.finish_s)
+    n = len(f)
+    window = f[n // 10 : n - (n // 10) * 3 + 1]
+    return float((len(window) - 1) / (window[-1] - window[0]))
+
+
+def rate_at_latency(lat: Callable[[float], float], level: float, start: float) -> float:
+    """The Poisson rate at which the mean per-token latency reaches ``level`` (see the
+    module notes): grow ×1.5 from ``start`` until above, then bisect five times."""
+    lo, hi = 0.0, start
+    lat_lo = 0.0
+    lat_hi = lat(hi)
+    while lat_hi <= level:
+        lo, lat_lo = hi, lat_hi
+        hi *= 1.5
+        lat_hi = lat(hi)
+        if hi > 1e3:
+            raise ValueError("latency never reaches the level")
+    if lo == 0.0:
+        # Already above the level at the first rate: bisect down from it.
+        lo = start / 8
+        lat_lo = lat(lo)
+        if lat_lo > level:
+            return lo
+    for _ in range(5):
+        mid = (lo + hi) / 2
+        lat_mid = lat(mid)
+        if lat_mid <= level:
+            lo, lat_lo = mid, lat_mid
+        else:
+            hi, lat_hi = mid, lat_mid
+    return lo + (hi - lo) * (level - lat_lo) / (lat_hi - lat_lo)
+
+
+#: First rate of each setting's search (req/s): about half its GPU-only capacity on AC/OSC.
+START_RATE = {"h100": 1.0, "a10g": 0.5, "t4": 1.0}
+
+
+@cache
+def fig6_rate(setting: str, variant: str) -> float:
+    """Throughput (req/s) at the setting's latency level (Fig. 6)."""
+    kind = "osc" if setting == "t4" else "ac"
+    s = SETTINGS[setting]
+
+    def lat(rate: float) -> float:
+        return online_latency(setting, variant, kind, round(rate, 6))
+
+    return rate_at_latency(lat, s.latency_s, START_RATE[setting])
+
+
+def _ratio(setting: str, variant: str, l_in: int, l_out: int, cpu: str | None = None) -> float:
+    try:
+        base = offline_throughput(setting, "gpu-only", l_in, l_out)
+    except CapacityError:
+        return math.nan
+    return offline_throughput(setting, variant, l_in, l_out, cpu) / base
+
+
+def _by_output(ratios: list[float]) -> dict[str, float]:
+    return {f"out{o}": round(r, 4) for o, r in zip(SYNTH_OUTPUTS, ratios, strict=True)}
+
+
+def _rises_then_falls(ratios: list[float]) -> bool:
+    k = int(np.argmax(ratios))
+    return k > 0 and ratios[-1] < ratios[k]
+
+
+# --- checks ----------------------------------------------------------------------------------
+
+
+def _check(tid: str, simulated: float, note: str, details: dict[str, Any]) -> Check:
+    t = target(tid)
+    return Check(
+        tid,
+        t.quantity,
+        t.unit,
+        t.value,
+        float(simulated),
+        t.tolerance,
+        t.abs_tolerance,
+        note,
+        details,
+    )
+
+
+def _fig6_checks() -> list[Check]:
+    checks: list[Check] = []
+    tids = {
+        "h100": "neo.fig6.h100x2_llama3.1-70b_ac",
+        "a10g": "neo.fig6.a10g_llama3.1-8b_ac",
+        "t4": "neo.fig6.t4_llama2-7b_osc",
+    }
+    for setting, tid in tids.items():
+        s = SETTINGS[setting]
+        rates = {v: fig6_rate(setting, v) for v in ("neo", "neo-gpu", "gpu-only")}
+        gain = rates["neo"] / rates["neo-gpu"]
+        details: dict[str, Any] = {
+            "rate_at_latency_req_s": {k: round(v, 4) for k, v in rates.items()},
+            "neo_over_gpu_only_policy": rates["neo"] / rates["gpu-only"],
+            "latency_level_s": s.latency_s,
+            "curves_rate_vs_latency": {
+                v: _latency_points(setting, v) for v in ("neo", "neo-gpu", "gpu-only")
+            },
+        }
+        note = (
+            f"Throughput at {s.latency_s:g} s mean per-token latency (Poisson rate at which "
+            "the curve crosses it; see module notes), Neo over GPU-only Neo with selective "
+            "batching (the stand-in for vLLM --enable-chunked-prefill); the SwiftLLM-like "
+            "gpu-only policy is in the details."
+        )
+        if setting == "t4":
+            note += (
+                " OSC stand-in: prompts 128–512, outputs 24–48 tokens (module notes). The "
+                "paper's 6.6× implies a baseline holding ~2–3 requests of KV cache; at "
+                "SwiftLLM's 0.99 memory utilisation the modelled T4 keeps ~4k tokens "
+                "(no CUDA context or allocator overhead is modelled) and the workload is "
+                "mostly prefill-bound, so offloading adds little."
+            )
+        else:
+            note += (
+                " The AC trace is prefill-dominated (median output 13 tokens): near the "
+                "latency level the GPU is busy with prefills, decode batches are small and "
+                "fit the GPU cache, so the model finds little to offload; the paper's gain "
+                "is not reproduced by mechanism, only within the tolerance."
+            )
+        checks.append(_check(tid, gain, note, details))
+    # Fig. 8a: FastDecode+ against Neo on 2xH100 + AC.
+    fd = fig6_rate("h100", "fastdecode+")
+    neo = fig6_rate("h100", "neo")
+    checks.append(
+        _check(
+            "neo.fig8a.fastdecode_load",
+            1.0 if fd < neo else 0.0,
+            "Rate at 2 s per-token latency: FastDecode+ below Neo (1 = holds).",
+            {"fastdecode_rate_req_s": fd, "neo_rate_req_s": neo},
+        )
+    )
+    return checks
+
+
+def _latency_points(setting: str, variant: str) -> list[list[float]]:
+    """The (rate, latency) points the search evaluated, sorted by rate."""
+    kind = "osc" if setting == "t4" else "ac"
+    return [[round(r, 4), round(v, 4)] for r, v in sorted(_SEEN.get((setting, variant, kind), []))]
+
+
+def _synthetic_checks() -> list[Check]:
+    checks: list[Check] = []
+    curves: dict[str, list[float]] = {}
+    worst = (math.inf, "")
+    fig9_tids = {"h100": "neo.fig9.h100_max", "a10g": "neo.fig9.a10g_max", "t4": "neo.fig9.t4_max"}
+    for setting, tid in fig9_tids.items():
+        table: dict[str, dict[str, float]] = {}
+        best = (-math.inf, 0, 0)
+        for l_in in SYNTH_INPUTS:
+            ratios = [_ratio(setting, "neo", l_in, o) for o in SYNTH_OUTPUTS]
+            table[f"in{l_in}"] = {
+                f"out{o}": round(r, 4) for o, r in zip(SYNTH_OUTPUTS, ratios, strict=True)
+            }
+            curves[f"{setting}/in{l_in}"] = ratios
+            for o, r in zip(SYNTH_OUTPUTS, ratios, strict=True):
+                if r > best[0]:
+                    best = (r, l_in, o)
+                if r < worst[0]:
+                    worst = (r, f"{setting} in{l_in} out{o}")
+        note = (
+            f"Best Neo / GPU-only (SwiftLLM-like) offline throughput over inputs "
+            f"{', '.join(map(str, SYNTH_INPUTS))} × outputs {', '.join(map(str, SYNTH_OUTPUTS))}"
+            f"; peak at input {best[1]}, output {best[2]}."
+        )
+        if setting == "t4":
+            note += (
+                " The paper's 7.5× needs a baseline batch of ~2–3 requests; the modelled "
+                "T4 GPU cache (SwiftLLM sizing at 0.99, no CUDA-context overhead) holds "
+                "~4k tokens, so GPU-only batches are larger and the gain smaller."
+            )
+        checks.append(_check(tid, best[0], note, {"relative_throughput": table}))
+
+    # Fig. 10a: CPU sensitivity on A10G.
+    peaks: dict[str, float] = {}
+    fig10: dict[str, dict[str, float]] = {}
+    for cpu in FIG10_CPUS:
+        ratios = [_ratio("a10g", "neo", FIG10_INPUT, o, cpu) for o in SYNTH_OUTPUTS]
+        fig10[cpu] = _by_output(ratios)
+        curves[f"a10g/{cpu}"] = ratios
+        peaks[cpu] = max(ratios)
+        for o, r in zip(SYNTH_OUTPUTS, ratios, strict=True):
+            if r < worst[0]:
+                worst = (r, f"a10g {cpu} in{FIG10_INPUT} out{o}")
+    for cpu in FIG10_CPUS:
+        tid = f"neo.fig10.{cpu.removesuffix('-cpu').replace('-', '_')}"
+        checks.append(
+            _check(
+                tid,
+                peaks[cpu],
+                f"Peak Neo / GPU-only over outputs {', '.join(map(str, SYNTH_OUTPUTS))} at "
+                f"input {FIG10_INPUT} on A10G + LLaMa-3.1-8B with the {cpu} host (its "
+                "catalog bandwidth follows §5.5's relations; CPU KV cache = half the "
+                "instance memory, proportional to cores as §5.5 sets it).",
+                {"relative_throughput": fig10[cpu]},
+            )
+        )
+    p = [peaks[c] for c in FIG10_CPUS]
+    ordered = abs(p[0] - p[1]) <= 0.02 * p[1] or p[0] < p[1]
+    ordered = ordered and p[1] < p[2] < p[3]
+    checks.append(
+        _check(
+            "neo.fig10.order",
+            1.0 if ordered else 0.0,
+            "1 = peak gains grow with CPU bandwidth (g5.2xlarge within 2 % of, or below, "
+            "g5.4xlarge, which have nearly the same bandwidth).",
+            {"peaks": {c: round(v, 4) for c, v in peaks.items()}},
+        )
+    )
+
+    # Fig. 8b: FastDecode+ on 2xH100, input 2000.
+    fd = [_ratio("h100", "fastdecode+", 2000, o) for o in SYNTH_OUTPUTS]
+    neo = [_ratio("h100", "neo", 2000, o) for o in SYNTH_OUTPUTS]
+    t = target("neo.fig8.fastdecode_long_output")
+    checks.append(
+        BoundCheck(
+            t.id,
+            t.quantity,
+            t.unit,
+            t.value,
+            fd[-1],
+            t.tolerance,
+            note=(
+                f"FastDecode+ / GPU-only at input 2000, output {SYNTH_OUTPUTS[-1]} on 2xH100 + "
+                "LLaMa-3.1-70B; the paper gives an upper bound ('less than 60 %'), so the "
+                "check passes at or below 0.60."
+            ),
+            details={
+                "fastdecode_relative": {
+                    f"out{o}": round(r, 4) for o, r in zip(SYNTH_OUTPUTS, fd, strict=True)
+                },
+                "neo_relative": {
+                    f"out{o}": round(r, 4) for o, r in zip(SYNTH_OUTPUTS, neo, strict=True)
+                },
+            },
+            bound="upper",
+        )
+    )
+
+    # Shapes: rise then fall; never much below the baseline.
+    good = {k: _rises_then_falls(v) for k, v in curves.items()}
+    checks.append(
+        _check(
+            "neo.fig9.rise_then_fall",
+            sum(good.values()) / len(good),
+            "Fraction of output sweeps (Fig. 9 per input, Fig. 10a per CPU) whose gain "
+            "peaks after the shortest output and ends below its peak.",
+            {"curves": {k: [round(x, 4) for x in v] for k, v in curves.items()}, "holds": good},
+        )
+    )
+    t = target("neo.fig9.worst_ratio")
+    checks.append(
+        BoundCheck(
+            t.id,
+            t.quantity,
+            t.unit,
+            t.value,
+            worst[0],
+            t.tolerance,
+            note=f"Lowest Neo / GPU-only over every synthetic point ({worst[1]}); lower bound.",
+            details={"at": worst[1]},
+            bound="lower",
+        )
+    )
+    return checks
+
+
+@runner("neo")
+def neo_checks() -> list[Check]:
+    """Every Neo check (Figs. 6, 8, 9, 10a)."""
+    return _fig6_checks() + _synthetic_checks()
