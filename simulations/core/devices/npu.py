@@ -1,46 +1,76 @@
 """Cost model of a mobile NPU: a weight-stationary systolic array behind static graphs.
 
 HeteroLLM (§3.2) characterises the Hexagon NPU of the Snapdragon 8 Gen 3 by three effects,
-all consequences of its matrix unit being a *weight-stationary* systolic array, plus the
-static-graph constraint of its software stack (§4.1.1, §5.2.2):
+all consequences of its matrix unit being a *weight-stationary* systolic array (Fig. 3:
+"weights are preloaded into each PE prior to the computation … weights remain stationary
+while inputs are fed … results are stored in on-chip SRAM or directly forwarded to the
+subsequent systolic array unit"), plus the static-graph constraint of its software stack
+(§4.1.1, §5.2.2).
 
-* **Stage performance.** The unit works on tiles of the array's shape; a dimension that is
-  not a multiple of the tile is padded, so latency is flat between multiples (Fig. 4).
-* **Order sensitivity.** In ``[M, K] × [K, N]`` the *second* operand is the one held in the
-  array ("weights preloaded into each PE … inputs fed"); every ``R × C`` tile of it must be
-  loaded before the first operand's ``M`` rows stream through, and the array stalls while it
-  loads ("weight stall"). ``[14336, 4096] × [4096, K]`` keeps the small activation
-  ``[4096, K]`` stationary and streams the large weight, so each tile serves 14336 rows;
-  the reversed ``[K, 4096] × [4096, 14336]`` must load ``14336 / K`` times as many tiles,
-  each serving only ``K`` rows, and runs several times slower at the same FLOPs (Fig. 5:
-  about 6×).
-* **Shape sensitivity.** For a fixed FLOP count, a wider reduction dimension means a larger
-  stationary operand, hence more tile loads per useful FLOP (FFN-down, §4.1.1).
-* **Static graphs.** A graph is compiled for fixed shapes (``npu_static_shapes``); other
-  sequence lengths are padded to a prepared shape or cut into several (§4.1.1). Preparing a
-  graph online costs time growing with the tensors' size (Fig. 9, §5.2.2).
+**What is stationary.** In ``[M, K] × [K, N]`` the *second* operand is held in the PEs and
+the ``M`` rows of the first stream through. In HeteroLLM's permuted order (§4:
+``[M,N]×[N,K] → [[K,N]×[N,M]]ᵀ``) a linear layer runs as ``[out, in] × [in, tokens]``: the
+activations are stationary and the model weight streams. The reversed order of Fig. 5,
+``[K, 4096] × [4096, 14336]``, holds the large weight instead and streams only ``K`` rows.
 
-The time of one matrix product is
+**Mechanism.** Partial sums are forwarded from array to array (Fig. 3), so a stationary block
+spans the whole reduction depth ``K`` of the product. One block serves one pass of the
+``M`` streamed rows (``M`` row-times at the array's rate); swapping in the next block cannot
+overlap the pass that uses the current one — the array "stalls" for the weights (§1's
+"weight-stall") — and costs time proportional to the block's depth: ``α·K`` row-times
+(the stationary rows are shifted in through the chain and the partial-sum wavefront must
+drain through it). The array's efficiency is therefore
 
-``max(compute, memory) + tiles × reload``
+``e = M̂ / (M̂ + α·K̂)``
 
-with ``compute = 2 · M̂ · K̂ · N̂ / (peak × compute_eff)`` over the padded shape (``M`` padded
-to the stack's streaming block ``row_block``, ``K`` to the array's rows, ``N`` to its
-columns), ``memory`` the operands' and result's bytes over the NPU's achievable bandwidth
-(``bw_eff`` × the shared memory's peak; streaming overlaps compute), ``tiles = K̂/R · N̂/C``
-stationary tiles and ``reload`` the stall per tile load (a fitted runtime parameter,
-``simulations.core.calibration.npu_w4a16``).
+and the time of one product ``max(2·M̂·K̂·N̂ / (peak × compute_eff × e), bytes / bw) +
+launch``. The streamed operand and the result move with double buffering, so memory
+overlaps compute; ``bytes`` are the operands' and the result's bytes once, at the
+achievable bandwidth (``bw_eff`` × the shared memory's peak, HeteroLLM §3.3).
+
+This one mechanism gives each characteristic of §3.2:
+
+* **Stage performance** (Fig. 4): dimensions are padded — ``K`` to the array's rows, ``N``
+  to its columns (32 × 32, §3.2), ``M`` to the stack's streaming block ``row_block``
+  (256, §4.3) — so latency is flat between multiples.
+* **Order sensitivity** (Fig. 5): ``[14336, 4096] × [4096, K]`` streams 14336 rows per
+  block (``e`` ≈ 0.64 at the fitted α), the reversed order only ``K`` (``e`` ≈ 0.11 at
+  ``K`` = 1024): ≈6× slower at equal FLOPs. With an unbounded stationary operand the rows
+  per block are all the array ever gets, and the NPU falls towards GPU speed (§3.2).
+* **Shape sensitivity** (§3.2, FFN-down §4.1.1): at equal FLOPs, the ratio of streamed
+  rows to reduction depth sets ``e`` — "the ratio between row and column sizes" (§3.2).
+  FFN-down after permutation, ``[4096, 14336] × [14336, K]``, has ``M/K`` = 0.29 against
+  3.5 for FFN-up: ≈5× slower, ≈2× the GPU ("only 0.5× to 1.5× improvement", §4.1.1).
+  The efficiency depends on the ratio, not on the model's width, so InternLM-1.8B and
+  Llama-8B run at similar NPU efficiency (as their Fig. 13 speeds imply).
+
+**Decode graphs** (fewer tokens than the smallest prepared prefill shape) run the NPU's
+integer path: HeteroLLM "only utilizes NPU's TOPS during the decoding phase, as NPU
+currently does not support W4A16 for decoding" (§5.1, footnote 2), so their compute uses
+the INT8 peak; the same array mechanism applies. With one token the array computes a padded
+32-column tile, yet a decode Matmul streams its weight at about the NPU's own bandwidth —
+one processor alone, 40–45 GB/s (Fig. 6, §3.3).
+
+**Graph launch.** Every graph execution costs ``launch_us`` of host-to-NPU invocation before
+the array starts (a fitted runtime parameter; HeteroLLM gives no figure).
+
+**Static graphs.** A graph is compiled for fixed shapes (``npu_static_shapes``); other
+sequence lengths are padded to a prepared shape or cut into several (§4.1.1). Preparing a
+graph online costs time growing with the tensors' size (Fig. 9, §5.2.2).
+
+``compute_eff``, ``stall_per_depth`` (α) and ``launch_us`` are fitted by
+:mod:`simulations.core.calibration.npu_w4a16` (the first two jointly on four
+single-operator observations of §1/§3.2/§4.1.1, the third on the §5.3 decode speed-ups).
 
 Whole-model phases (:meth:`NpuModel.prefill`, :meth:`NpuModel.decode_step`) run every GEMM
-in HeteroLLM's permuted order ``[out, in] × [in, tokens]`` (§4: the weight streams, the
-activations stay in the array), pad prompts to the static shapes ("Padding", §5.2.2) and
-run the other operators at the NPU's memory bandwidth.
+in the permuted order, pad prompts to the static shapes ("Padding", §5.2.2) and run the
+other operators at the NPU's memory bandwidth.
 
-Deviations: one reload cost per tile whatever its origin (on-chip or DRAM); no on-chip
-capacity limit for the stationary operand; attention products run on the array like any
-matmul (HeteroLLM runs them on the GPU, a policy decision); elementwise operators are
-memory-bound; no thermal throttling. The model under-predicts the FFN-down penalty of
-§4.1.1 (see the calibration script's residuals).
+Deviations: the block-swap stall is one constant per row of reduction depth (the real
+array's chain length, buffering and tiling are not published); the stationary operand has
+no on-chip capacity limit; attention products run on the array like any matmul (HeteroLLM
+runs them on the GPU, a policy decision); elementwise operators are memory-bound; W4A16
+dequantisation costs nothing beyond the array model; no thermal throttling.
 """
 
 from __future__ import annotations
@@ -60,7 +90,9 @@ from .base import DeviceModel, PhaseCost
 
 #: Runtime ``params`` the NPU model reads (anything else is rejected as a typo).
 NPU_PARAMS: Mapping[str, str] = {
-    "reload_us": "stall of the array per stationary-tile load, in µs (fitted)",
+    "stall_per_depth": "row-times the array stalls per row of reduction depth when it swaps "
+    "in a stationary block (α of e = M / (M + α·K); fitted)",
+    "launch_us": "host-to-NPU invocation cost of one graph execution, µs (fitted)",
     "row_block": "rows of the streamed operand the stack processes per block; the streamed "
     "dimension is padded to a multiple of it (HeteroLLM §4.3: row partitions align to 256)",
     "graph_prep_base_ms": "online graph preparation: fixed cost per graph, ms (fitted)",
@@ -80,12 +112,19 @@ _STATIONARY_BITS_DEFAULT = 16
 
 @dataclass(frozen=True, slots=True)
 class MatmulCost:
-    """Cost of one ``[m, k] × [k, n]`` product on the NPU (second operand stationary)."""
+    """Cost of one ``[m, k] × [k, n]`` product on the NPU (second operand stationary).
+
+    ``compute_s`` includes the block-swap stalls (``stall_s`` of it), ``efficiency`` is the
+    array's ``M̂ / (M̂ + α·K̂)``, ``tiles`` the stationary 32 × 32 tiles, ``launch_s`` the
+    graph invocation; ``seconds = max(compute_s, memory_s) + launch_s``.
+    """
 
     seconds: float
     compute_s: float
     memory_s: float
-    reload_s: float
+    stall_s: float
+    launch_s: float
+    efficiency: float
     tiles: int
     padded: tuple[int, int, int]
     flops: float
@@ -111,7 +150,10 @@ def _ceil_to(x: int, step: int) -> int:
 class NpuModel(DeviceModel):
     """Weight-stationary NPU with static graphs (HeteroLLM §3.2, §4.1.1, §5.2.2).
 
-    Deviations (see the module docstring): a single per-tile reload cost, no on-chip
+    Array efficiency ``M̂ / (M̂ + α·K̂)`` from the block-swap stall over the reduction depth,
+    padding to the array and the stack's row block, memory overlapped by double buffering,
+    INT8 path for decode graphs (§5.1 footnote 2), a launch cost per graph execution.
+    Deviations (see the module docstring): one stall constant per row of depth, no on-chip
     capacity limit, attention on the array, memory-bound elementwise operators.
     """
 
@@ -137,7 +179,9 @@ class NpuModel(DeviceModel):
         self.peak_ops = device.peak_ops_per_s(runtime.act_bits, runtime.weight_bits)
         self.ops_rate = self.peak_ops * runtime.compute_eff
         self.bw = device.mem_bw_gbps * 1e9 * runtime.bw_eff
-        self.reload_s = _nonneg(runtime, "reload_us", runtime.param("reload_us")) * 1e-6
+        self.int_ops_rate = device.peak_ops_per_s(8, runtime.weight_bits) * runtime.compute_eff
+        self.stall_per_depth = _nonneg(runtime, "stall_per_depth", runtime.param("stall_per_depth"))
+        self.launch_s = _nonneg(runtime, "launch_us", runtime.param("launch_us", 0.0)) * 1e-6
         row_block = runtime.param("row_block")
         if not float(row_block).is_integer() or row_block < 1:
             raise SpecError(f"{runtime.slug}.params.row_block", "must be a positive integer")
@@ -145,7 +189,7 @@ class NpuModel(DeviceModel):
         self.power_w = _nonneg(
             runtime, "active_power_w", runtime.param("active_power_w", device.tdp_w)
         )
-        self._mm: dict[tuple[int, int, int, float, float, float], MatmulCost] = {}
+        self._mm: dict[tuple[int, int, int, float, float, float, bool], MatmulCost] = {}
         self._phase: dict[tuple[object, ...], PhaseCost] = {}
 
     # --- matrix products ---------------------------------------------------------------------
@@ -164,13 +208,15 @@ class NpuModel(DeviceModel):
         a_bits: float = 16,
         b_bits: float = _STATIONARY_BITS_DEFAULT,
         out_bits: float = 16,
+        integer: bool = False,
     ) -> MatmulCost:
         """Cost of ``[m, k] × [k, n]`` with the second operand held in the array.
 
         ``a_bits``, ``b_bits`` and ``out_bits`` are the element widths of the streamed
-        operand, the stationary operand and the result in memory.
+        operand, the stationary operand and the result in memory; ``integer`` runs the
+        product on the NPU's INT8 path (decode graphs, HeteroLLM §5.1 footnote 2).
         """
-        key = (m, k, n, float(a_bits), float(b_bits), float(out_bits))
+        key = (m, k, n, float(a_bits), float(b_bits), float(out_bits), bool(integer))
         hit = self._mm.get(key)
         if hit is not None:
             return hit
@@ -184,15 +230,21 @@ class NpuModel(DeviceModel):
         kp = _ceil_to(k, self.rows)
         np_ = _ceil_to(n, self.cols)
         tiles = (kp // self.rows) * (np_ // self.cols)
-        compute = 2.0 * mp * kp * np_ / self.ops_rate
+        rate = self.int_ops_rate if integer else self.ops_rate
+        ideal = 2.0 * mp * kp * np_ / rate
+        # One stationary block per pass of the mp streamed rows; swapping it costs
+        # α·kp row-times that the pass cannot hide (the weight stall, §3.2).
+        efficiency = mp / (mp + self.stall_per_depth * kp)
+        compute = ideal / efficiency
         nbytes = (m * k * a_bits + k * n * b_bits + m * n * out_bits) / 8.0
         memory = nbytes / self.bw
-        reload = tiles * self.reload_s
         cost = MatmulCost(
-            seconds=max(compute, memory) + reload,
+            seconds=max(compute, memory) + self.launch_s,
             compute_s=compute,
             memory_s=memory,
-            reload_s=reload,
+            stall_s=compute - ideal,
+            launch_s=self.launch_s,
+            efficiency=efficiency,
             tiles=tiles,
             padded=(mp, kp, np_),
             flops=2.0 * m * k * n,
@@ -201,10 +253,24 @@ class NpuModel(DeviceModel):
         self._mm[key] = cost
         return cost
 
-    def matmul(self, m: int, k: int, n: int, **bits: float) -> float:
-        """Seconds for ``[m, k] × [k, n]`` (second operand stationary); see
-        :meth:`matmul_cost`. This is what the HeteroLLM partition solver calls."""
-        return self.matmul_cost(m, k, n, **bits).seconds
+    def is_decode_graph(self, tokens: int) -> bool:
+        """Whether a graph over ``tokens`` positions is a decode graph (fewer tokens than the
+        smallest prepared prefill shape), which runs the INT8 path (§5.1 footnote 2)."""
+        return tokens < self.static_shapes[0]
+
+    def matmul(
+        self,
+        m: int,
+        k: int,
+        n: int,
+        *,
+        a_bits: float = 16,
+        b_bits: float = _STATIONARY_BITS_DEFAULT,
+        out_bits: float = 16,
+    ) -> float:
+        """Seconds for ``[m, k] × [k, n]`` (second operand stationary, FP16 path); see
+        :meth:`matmul_cost`."""
+        return self.matmul_cost(m, k, n, a_bits=a_bits, b_bits=b_bits, out_bits=out_bits).seconds
 
     def linear_cost(
         self, tokens: int, in_features: int, out_features: int, *, permuted: bool = True
@@ -213,9 +279,11 @@ class NpuModel(DeviceModel):
 
         ``permuted`` (HeteroLLM §4's layout): ``[out, in] × [in, tokens]`` — the weight
         streams, the activations stay in the array. Otherwise ``[tokens, in] × [in, out]``
-        with the weight stationary.
+        with the weight stationary. Decode graphs (:meth:`is_decode_graph`) use the INT8
+        path.
         """
         p = self.precision
+        integer = self.is_decode_graph(tokens)
         if permuted:
             return self.matmul_cost(
                 out_features,
@@ -224,6 +292,7 @@ class NpuModel(DeviceModel):
                 a_bits=p.weight_bits,
                 b_bits=p.act_bits,
                 out_bits=p.act_bits,
+                integer=integer,
             )
         return self.matmul_cost(
             tokens,
@@ -232,6 +301,7 @@ class NpuModel(DeviceModel):
             a_bits=p.act_bits,
             b_bits=p.weight_bits,
             out_bits=p.act_bits,
+            integer=integer,
         )
 
     def linear(
@@ -327,7 +397,9 @@ class NpuModel(DeviceModel):
         value = self.matmul_cost(
             tokens, keys, d, a_bits=p.act_bits, b_bits=p.kv_bits, out_bits=p.act_bits
         )
-        layer += model.n_heads * (score.seconds + value.seconds)
+        # One graph per attention product, its heads inside it: one launch each.
+        layer += model.n_heads * (score.seconds + value.seconds - 2 * self.launch_s)
+        layer += 2 * self.launch_s
         layer += self._elementwise_s(model, tokens, keys)
         total = layer * model.n_layers
         self._phase[key] = PhaseCost(total, total * self.power_w, 0.0, 0.0)
@@ -383,7 +455,8 @@ class NpuModel(DeviceModel):
         d, group = model.head_dim, model.gqa_group
         score = self.matmul_cost(ctx, d, group, a_bits=p.kv_bits, b_bits=p.act_bits)
         value = self.matmul_cost(d, ctx, group, a_bits=p.kv_bits, b_bits=p.act_bits)
-        layer += batch * model.n_kv_heads * (score.seconds + value.seconds)
+        heads = batch * model.n_kv_heads
+        layer += heads * (score.seconds + value.seconds - 2 * self.launch_s) + 2 * self.launch_s
         other = sum(
             op.bytes
             for op in g.layer_ops

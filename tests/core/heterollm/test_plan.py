@@ -181,7 +181,7 @@ def test_times_follow_the_device_models(soc: HeteroSoc, llama8b: ModelSpec) -> N
     from simulations.core.devices.npu import NpuModel
 
     rt = soc.npu.runtime
-    slow_npu = NpuModel(soc.npu.device, replace(rt, params={**rt.params, "reload_us": 4.0}))
+    slow_npu = NpuModel(soc.npu.device, replace(rt, params={**rt.params, "stall_per_depth": 8.0}))
     slow = replace(soc, npu=slow_npu)
     for mode in ("hetero-layer", "hetero-tensor"):
         assert (
