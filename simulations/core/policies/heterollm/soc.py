@@ -174,7 +174,7 @@ def corun_s(t_gpu: Any, bytes_gpu: Any, t_npu: Any, bytes_npu: Any, peak_gbps: f
     (small demands) ``f`` ≈ 1 and the makespan is ``max(t_gpu, t_npu)``, the solver's
     ``max`` of §4.3; in decode ``f`` < 1 models the contention of §3.3 / §4.1.2.
 
-    Deviation: a kernel's demand is its average over its run (the NPU's tile-reload stalls
+    Deviation: a kernel's demand is its average over its run (the NPU's weight stalls
     are spread evenly rather than placed in time).
     """
     tg = np.asarray(t_gpu, dtype=np.float64)
