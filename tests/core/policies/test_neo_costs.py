@@ -1,0 +1,145 @@
+"""Neo's stage costs, profile table and tensor parallelism (§3.2, §4)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from simulations.core.devices.cpu import CpuModel
+from simulations.core.devices.gpu import GpuModel
+from simulations.core.errors import SpecError
+from simulations.core.policies.neo import GpuOnlyPolicy, NeoPolicy
+from simulations.core.policies.neo.costs import ProfileTable, StageCosts
+from simulations.core.policies.neo.policy import gpu_kv_pool
+from simulations.core.policies.neo.tp import TensorParallelGpu, allreduce_layer_s, shard_model
+from simulations.core.spec import LinkSpec
+from tests.core.policies.neo_doubles import CPU_RT, GPU_RT, GQA8B, LLAMA7B, cpu, gpu, node, requests
+
+
+def _costs(model=LLAMA7B, tp: int = 1, **gpu_kw: float) -> StageCosts:  # type: ignore[no-untyped-def]
+    return StageCosts(GpuModel(gpu(**gpu_kw), GPU_RT), CpuModel(cpu(), CPU_RT), model, tp)
+
+
+@pytest.mark.parametrize(("batch", "cached"), [(1, 0), (7, 3000), (40, 20000)])
+def test_stage_costs_add_up_to_the_gpu_models_decode_step(batch: int, cached: int) -> None:
+    big = {"mem_gb": 80.0, "bw": 2000.0, "tflops": 312.0}
+    c = _costs(**big)
+    dm = GpuModel(gpu(**big), GPU_RT)
+    whole = dm.decode_step(LLAMA7B, batch, cached).seconds
+    parts = LLAMA7B.n_layers * (
+        c.linear_layer_s(batch) + c.gpu_decode_attn_layer_s(batch, cached)
+    ) + c.pre_post_s(batch, batch)
+    assert parts == pytest.approx(whole, rel=1e-12)
+
+
+@pytest.mark.parametrize("lens", [[16], [1500], [300, 900, 40]])
+def test_stage_costs_add_up_to_the_gpu_models_prefill(lens: list[int]) -> None:
+    big = {"mem_gb": 80.0, "bw": 2000.0, "tflops": 312.0}
+    c = _costs(**big)
+    whole = GpuModel(gpu(**big), GPU_RT).prefill(LLAMA7B, lens).seconds
+    tokens = sum(lens)
+    parts = LLAMA7B.n_layers * (
+        c.linear_layer_s(tokens) + c.prefill_attn_layer_s(lens)
+    ) + c.pre_post_s(tokens, len(lens))
+    assert parts == pytest.approx(whole, rel=1e-12)
+
+
+def test_cpu_attention_is_the_cpu_models() -> None:
+    c = _costs()
+    cm = CpuModel(cpu(), CPU_RT)
+    assert c.cpu_attn_layer_s(12, 9000) == cm.attention_decode_layer(LLAMA7B, 12, 9000)
+    assert c.cpu_attn_layer_s(0, 0) == 0.0
+
+
+def test_linear_stage_is_flat_below_its_saturation_width_and_grows_above() -> None:
+    c = _costs()
+    s = c.saturation_tokens
+    assert 30 < s < 400  # the roofline ridge of a T4-like GPU, in tokens
+    assert c.linear_layer_s(s // 2) < 1.05 * c.linear_layer_s(1)
+    assert c.linear_layer_s(8 * s) > 3 * c.linear_layer_s(1)
+
+
+def test_profile_table_is_exact_at_profiled_points_and_interpolates_between() -> None:
+    c = _costs()
+    t = ProfileTable(
+        c,
+        max_tokens=3072,
+        max_prompt=4096,
+        max_gpu_tokens=4096,
+        max_cpu_tokens=100000,
+        max_batch=256,
+    )
+    for s in (1, 64, 96, 2048):
+        assert s in t.lin_x
+        assert t.linear(s) == c.linear_layer_s(s)
+    a, b = 1024, 1536
+    assert a in t.pref_x and b in t.pref_x
+    mid = t.prefill_attn((a + b) // 2)
+    assert mid == pytest.approx((c.prefill_attn_layer_s([a]) + c.prefill_attn_layer_s([b])) / 2)
+    # Prefill attention is convex in the prompt: the chord over-estimates between points.
+    assert mid >= c.prefill_attn_layer_s([(a + b) // 2])
+    # CPU attention is bandwidth-bound, i.e. affine: bilinear interpolation is exact.
+    for batch, att in ((3, 900), (50, 60000), (200, 99000)):
+        assert t.cpu_attn(batch, att) == pytest.approx(
+            c.cpu_attn_layer_s(batch, att - batch), rel=1e-9
+        )
+    assert t.linear(0) == 0.0 and t.cpu_attn(0, 0) == 0.0
+
+
+def test_tensor_parallelism_halves_per_gpu_weight_bytes_and_kv() -> None:
+    dm = GpuModel(gpu(mem_gb=80), GPU_RT)
+    whole = dm.weights_bytes(GQA8B)
+    half = dm.weights_bytes(shard_model(GQA8B, 2))
+    norms = (2 * GQA8B.n_layers + 1) * GQA8B.hidden_size * 2  # replicated FP16 norms
+    assert half == pytest.approx((whole - norms) / 2 + norms, rel=1e-12)
+    assert shard_model(GQA8B, 2).kv_bytes_per_token(16) == GQA8B.kv_bytes_per_token(16) / 2
+    group = TensorParallelGpu(dm, 2)
+    assert group.weights_bytes(GQA8B) == pytest.approx(2 * half)
+    assert group.kv_bytes_per_token(GQA8B) == GQA8B.kv_bytes_per_token(16)
+    assert group.memory_capacity_bytes == 2 * dm.memory_capacity_bytes
+
+
+def test_neo_gpu_units_hold_half_the_weights_under_tensor_parallelism() -> None:
+    big = gpu("h-like", mem_gb=40, bw=2000, tflops=312)
+    one = NeoPolicy().build(node("neo", gpu_spec=big), GQA8B, requests(8))
+    two = NeoPolicy().build(node("neo", gpu_spec=big, gpus=2), GQA8B, requests(8))
+    norms = (2 * GQA8B.n_layers + 1) * GQA8B.hidden_size * 2
+    assert two.gpus[0].weights == pytest.approx((one.gpus[0].weights - norms) / 2 + norms)
+    assert two.gpu_pool > 2 * one.gpu_pool  # the freed weights become KV cache
+
+
+def test_shard_rejects_a_degree_that_does_not_divide_the_kv_heads() -> None:
+    with pytest.raises(SpecError, match="n_kv_heads"):
+        shard_model(GQA8B, 16)
+    with pytest.raises(SpecError, match="tensor-parallel degree"):
+        shard_model(GQA8B, 0)
+
+
+def test_all_reduce_costs_only_over_a_peer_link() -> None:
+    free = gpu()
+    assert allreduce_layer_s(free, GQA8B, 2, 512) == 0.0
+    linked = replace(free, peer_link=LinkSpec("nvlink", 450.0))
+    t = allreduce_layer_s(linked, GQA8B, 2, 512)
+    assert t == pytest.approx(2 * (512 * GQA8B.hidden_size * 2) / 450e9)
+    assert allreduce_layer_s(linked, GQA8B, 1, 512) == 0.0
+    c2 = StageCosts(GpuModel(linked, GPU_RT), None, GQA8B, 2)
+    c1 = StageCosts(GpuModel(free, GPU_RT), None, GQA8B, 2)
+    assert c2.linear_layer_s(512) == pytest.approx(c1.linear_layer_s(512) + t)
+
+
+def test_gpu_only_baseline_gets_neos_gpu_cache() -> None:
+    reqs = requests(30, rate=2.0)
+    out = GpuOnlyPolicy().simulate(node("gpu-only"), LLAMA7B, reqs)
+    neo = NeoPolicy().build(node("neo"), LLAMA7B, reqs)
+    assert out.extra["kv_pool_blocks"] == [neo.gpu_pool]
+    dm = GpuModel(gpu(), GPU_RT)
+    assert neo.gpu_pool == gpu_kv_pool(dm, LLAMA7B, utilization=0.99, tokens=3072, block_size=16)
+
+
+def test_gpu_only_baseline_serves_a_tensor_parallel_group_as_one_unit() -> None:
+    big = gpu("h-like", mem_gb=40, bw=2000, tflops=312)
+    out = GpuOnlyPolicy().simulate(node("gpu-only", gpu_spec=big, gpus=2), GQA8B, requests(40))
+    assert len(out.units) == 1
+    assert out.extra["tensor_parallel"] == 2
+    assert int(out.generated.sum()) == int(out.requests.output_tokens.sum())
