@@ -1,0 +1,429 @@
+"""The plan's result document: the recommendation and why it wins, the Pareto fronts, the
+cheapest feasible system per device type, the load sensitivity and every confirmed run.
+
+Shape (units in the key names; ``null`` where a figure does not exist)::
+
+    {"plan", "description", "model", "workload": {"requests", "arrival", "rate_per_s"},
+     "targets", "constraints",
+     "space": {"configurations", "excluded_by_constraints", "admitted", "screened_out",
+               "survivors"},
+     "screen": {"seconds", "configurations_per_s", "cost_tables_seconds"},
+     "confirmation": {"engine_runs", "feasible", "rounds", "engine_seconds", "budget",
+                      "complete"},
+     "recommendation": {"key", "description", "system", "capex_usd", "metrics", "exact",
+                        "binding", "reasons", "runner_up", "cheaper"} | null,
+     "per_device_type": [{"device", "runtime", "cheapest" | null, "exact", "why_none"}],
+     "pareto": {"capex_vs_throughput", "capex_vs_energy_per_token", "tolerance", "exact"},
+     "sensitivity": {...} | null,
+     "evaluated": [{"key", "description", "capex_usd", "feasible", "why", "metrics",
+                    "screen"}],
+     "scenario": a scenario document (DESIGN.md §3) with the recommendation and its
+                 alternatives, to re-run with ``manage.py simulate``}
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from simulations.core.scenario import scenario_to_document
+from simulations.core.spec import ScenarioSpec
+
+from .evaluate import Evaluation
+from .screen import REASON_TEXT, REASONS
+from .sensitivity import base_rate_per_s
+from .space import CONSTRAINT_ORDER, Config, describe, system_document, system_spec
+
+if TYPE_CHECKING:
+    from .search import Candidate, Search
+
+_TARGET_WORDS = {
+    "ttft_p90_ms": ("p90 TTFT", "ttft_ms", "p90", "ms"),
+    "tpot_p90_ms": ("p90 TPOT", "tpot_ms", "p90", "ms"),
+    "ttft_p99_ms": ("p99 TTFT", "ttft_ms", "p99", "ms"),
+    "tpot_p99_ms": ("p99 TPOT", "tpot_ms", "p99", "ms"),
+    "min_throughput_tok_s": ("throughput", "throughput_tok_s", None, "tok/s"),
+}
+_CONSTRAINT_WORDS = {
+    "max_devices": "more devices than a system may hold",
+    "max_capex_usd": "capex cap",
+    "max_power_w": "power cap (sum of TDPs)",
+    "max_devices_per_node": "devices per node (single-node policy)",
+    "max_nodes": "number of nodes",
+}
+
+
+def _money(x: float) -> str:
+    return f"${x:,.0f}"
+
+
+def _compact(metrics: dict[str, Any]) -> dict[str, Any]:
+    def pct(key: str, q: str) -> Any:
+        return (metrics.get(key) or {}).get(q)
+
+    return {
+        "ttft_p90_ms": pct("ttft_ms", "p90"),
+        "ttft_p99_ms": pct("ttft_ms", "p99"),
+        "tpot_p90_ms": pct("tpot_ms", "p90"),
+        "tpot_p99_ms": pct("tpot_ms", "p99"),
+        "throughput_tok_s": metrics.get("throughput_tok_s"),
+        "energy_j_per_token": metrics.get("energy_j_per_token"),
+        "avg_power_w": metrics.get("avg_power_w"),
+    }
+
+
+def _value(metrics: dict[str, Any], target: str) -> float | None:
+    _, key, q, _ = _TARGET_WORDS[target]
+    v = metrics.get(key)
+    if q is not None:
+        v = (v or {}).get(q)
+    return float(v) if isinstance(v, int | float) else None
+
+
+def _entry(search: Search, config: Config, ev: Evaluation) -> dict[str, Any]:
+    plan = search.plan
+    return {
+        "key": config.key,
+        "description": describe(config, plan),
+        "system": system_document(config, plan),
+        "capex_usd": config.capex_usd,
+        "devices": config.device_count,
+        "power_tdp_w": config.power_w,
+        "metrics": ev.metrics,
+    }
+
+
+def _binding(plan_targets: dict[str, float], metrics: dict[str, Any]) -> dict[str, Any] | None:
+    """The target closest to its limit (value / limit, or limit / value for a minimum)."""
+    best: dict[str, Any] | None = None
+    for target, limit in plan_targets.items():
+        v = _value(metrics, target)
+        if v is None:
+            continue
+        used = (limit / v if v > 0 else math.inf) if target.startswith("min_") else v / limit
+        if best is None or used > best["fraction_of_limit"]:
+            words, _, _, unit = _TARGET_WORDS[target]
+            best = {
+                "target": target,
+                "value": v,
+                "limit": limit,
+                "fraction_of_limit": used,
+                "text": f"{words} {v:.4g} {unit} against {limit:.4g} {unit} ({used:.0%} of it)",
+            }
+    return best
+
+
+def _cheaper(search: Search, capex: float) -> dict[str, Any]:
+    """Why every admitted configuration cheaper than ``capex`` is not recommended."""
+    screen: Counter[str] = Counter()
+    for group, gs in zip(search.groups, search.verdicts, strict=True):
+        mask = (group.capex_usd < capex) & (gs.reason != 0)
+        for code, n in zip(*np.unique(gs.reason[mask], return_counts=True), strict=True):
+            screen[REASONS[int(code)]] += int(n)
+    engine: Counter[str] = Counter()
+    closest: tuple[float, str, Evaluation] | None = None
+    unconfirmed = 0
+    for cand in search.candidates:
+        if cand.config.capex_usd >= capex:
+            break
+        ev = search.results.get(cand.config.key)
+        if ev is None:
+            unconfirmed += 1
+            continue
+        what = "does not fit" if ev.error else (ev.misses[0]["target"] if ev.misses else "")
+        engine[what] += 1
+        if closest is None or cand.config.capex_usd >= closest[0]:
+            closest = (cand.config.capex_usd, cand.config.key, ev)
+    constraints: Counter[str] = Counter()
+    ex = search.space.excluded_capex < capex
+    for code, n in zip(*np.unique(search.space.excluded_code[ex], return_counts=True), strict=True):
+        constraints[CONSTRAINT_ORDER[int(code)]] += int(n)
+    out: dict[str, Any] = {
+        "configurations": int(sum(screen.values()) + sum(engine.values()) + unconfirmed),
+        "ruled_out_by_screen": dict(sorted(screen.items())),
+        "missed_in_engine": dict(sorted(engine.items())),
+        "not_confirmed": unconfirmed,
+        "excluded_by_constraints": dict(sorted(constraints.items())),
+    }
+    if closest is not None:
+        cfg = search.by_key[closest[1]].config
+        out["closest"] = {
+            "key": cfg.key,
+            "description": describe(cfg, search.plan),
+            "capex_usd": cfg.capex_usd,
+            "why": closest[2].first_miss(),
+            "metrics": _compact(closest[2].metrics),
+        }
+    return out
+
+
+def _reasons(
+    search: Search,
+    win: Candidate,
+    ev: Evaluation,
+    runner: tuple[Candidate, Evaluation] | None,
+    cheaper: dict[str, Any],
+    binding: dict[str, Any] | None,
+) -> list[str]:
+    plan = search.plan
+    met = []
+    for target, limit in plan.targets.as_dict().items():
+        words, _, _, unit = _TARGET_WORDS[target]
+        v = _value(ev.metrics, target)
+        rel = "≥" if target.startswith("min_") else "≤"
+        shown = f"{v:.4g} {unit}" if v is not None else "n/a"
+        met.append(f"{words} {shown} ({rel} {limit:.4g} {unit})")
+    out = [
+        f"Cheapest configuration that meets every target: {describe(win.config, plan)} for "
+        f"{_money(win.config.capex_usd)} — " + "; ".join(met) + "."
+    ]
+    if binding is not None:
+        out.append(f"Binding target: {binding['text']}.")
+    n = cheaper["configurations"]
+    if n:
+        parts = [
+            f"{k} ruled out by the screen ({REASON_TEXT.get(r, r)})"
+            for r, k in cheaper["ruled_out_by_screen"].items()
+        ]
+        for what, k in cheaper["missed_in_engine"].items():
+            label = _TARGET_WORDS.get(what, (what,))[0]
+            parts.append(
+                f"{k} simulated and "
+                + ("did not fit" if what == "does not fit" else f"missed {label}")
+            )
+        if cheaper["not_confirmed"]:
+            parts.append(f"{cheaper['not_confirmed']} not simulated (budget exhausted)")
+        out.append(f"All {n} cheaper configurations fail: " + "; ".join(parts) + ".")
+        if "closest" in cheaper:
+            c = cheaper["closest"]
+            out.append(
+                f"The closest cheaper one, {c['description']} at {_money(c['capex_usd'])}, "
+                f"fails in the engine: {c['why']}."
+            )
+    else:
+        out.append("No cheaper configuration is in the space.")
+    if cheaper["excluded_by_constraints"]:
+        ex = ", ".join(
+            f"{k} by the {_CONSTRAINT_WORDS.get(c, c)}"
+            for c, k in cheaper["excluded_by_constraints"].items()
+        )
+        out.append(f"Cheaper configurations excluded before simulation: {ex}.")
+    if runner is not None:
+        rc = runner[0]
+        delta = rc.config.capex_usd - win.config.capex_usd
+        pct = delta / win.config.capex_usd if win.config.capex_usd else 0.0
+        tie = " (same capex; the recommendation uses less energy per token)" if delta == 0 else ""
+        out.append(
+            f"Runner-up: {describe(rc.config, plan)} at {_money(rc.config.capex_usd)} "
+            f"(+{_money(delta)}, +{pct:.1%}){tie}."
+        )
+    else:
+        out.append("No other configuration of the space meets the targets.")
+    return out
+
+
+def _front(points: list[tuple[Candidate, Evaluation]], metric: str) -> list[dict[str, Any]]:
+    """Non-dominated feasible points over (capex ↓, metric ↑ for throughput, ↓ for energy)."""
+    higher = metric == "throughput_tok_s"
+
+    def val(ev: Evaluation) -> float:
+        return ev.throughput_tok_s if higher else ev.energy_j_per_token
+
+    pts = sorted(
+        points,
+        key=lambda x: (x[0].config.capex_usd, -val(x[1]) if higher else val(x[1]), x[0].config.key),
+    )
+    out: list[dict[str, Any]] = []
+    best = -math.inf if higher else math.inf
+    for cand, ev in pts:
+        v = val(ev)
+        if (v > best) if higher else (v < best):
+            best = v
+            out.append(
+                {
+                    "key": cand.config.key,
+                    "description": "",
+                    "capex_usd": cand.config.capex_usd,
+                    "throughput_tok_s": ev.throughput_tok_s,
+                    "energy_j_per_token": ev.energy_j_per_token,
+                    **{k: v for k, v in _compact(ev.metrics).items() if k.endswith("_ms")},
+                }
+            )
+    return out
+
+
+def build_report(search: Search, sensitivity: dict[str, Any] | None) -> dict[str, Any]:
+    """The plan's result document (see the module notes)."""
+    plan = search.plan
+    feas = search.feasible()
+    pending = search.pending()
+    complete = not pending
+    wl = plan.workload
+    doc: dict[str, Any] = {
+        "plan": plan.name,
+        "description": plan.description,
+        "model": plan.model.slug,
+        "workload": {
+            "requests": wl.requests,
+            "arrival": wl.arrival.kind.value,
+            "rate_per_s": base_rate_per_s(wl),
+            "seed": wl.seed,
+        },
+        "targets": plan.targets.as_dict(),
+        "constraints": plan.constraints.as_dict(),
+        "space": {
+            "configurations": search.space.total,
+            "excluded_by_constraints": {k: v for k, v in search.space.excluded.items() if v},
+            "admitted": search.admitted,
+            "screened_out": {k: v for k, v in search.screen_counts().items() if k != "possible"},
+            "survivors": len(search.candidates),
+        },
+        "screen": {
+            "seconds": search.screen_seconds,
+            "configurations_per_s": search.admitted / search.screen_seconds
+            if search.screen_seconds > 0
+            else None,
+            "cost_tables_seconds": search.cache.seconds,
+        },
+        "confirmation": {
+            "engine_runs": len(search.results),
+            "feasible": len(feas),
+            "rounds": search.rounds,
+            "engine_seconds": search.engine_seconds,
+            "budget": plan.search.max_confirmations,
+            "complete": complete,
+            "still_needed": len(pending),
+        },
+    }
+    # Recommendation.
+    rec: dict[str, Any] | None = None
+    if feas:
+        win, wev = feas[0]
+        runner = feas[1] if len(feas) > 1 else None
+        cheaper = _cheaper(search, win.config.capex_usd)
+        binding = _binding(plan.targets.as_dict(), wev.metrics)
+        exact = not any(c.config.capex_usd <= win.config.capex_usd for c in pending)
+        rec = {
+            **_entry(search, win.config, wev),
+            "screen": search.screen_row(win.config.key),
+            "exact": exact,
+            "binding": binding,
+            "cheaper": cheaper,
+            "runner_up": _entry(search, runner[0].config, runner[1]) if runner else None,
+            "reasons": _reasons(search, win, wev, runner, cheaper, binding),
+        }
+    doc["recommendation"] = rec
+    if rec is None:
+        doc["why_no_recommendation"] = _no_winner(search, complete)
+    # Per device type.
+    per_type = []
+    for choice in plan.devices:
+        e = choice.index
+        using = [(c, ev) for c, ev in feas if e in c.config.entries()]
+        item: dict[str, Any] = {"device": choice.device.slug, "runtime": choice.runtime.slug}
+        if using:
+            c, ev = using[0]
+            item["cheapest"] = {**_entry(search, c.config, ev)}
+            item["exact"] = not any(
+                e in p.config.entries() and p.config.capex_usd <= c.config.capex_usd
+                for p in pending
+            )
+        else:
+            item["cheapest"] = None
+            item["exact"] = not any(e in p.config.entries() for p in pending)
+            item["why_none"] = _why_none(search, e)
+        per_type.append(item)
+    doc["per_device_type"] = per_type
+    thr = _front(feas, "throughput_tok_s")
+    energy = _front(feas, "energy_j_per_token")
+    for pt in (*thr, *energy):
+        pt["description"] = describe(search.by_key[pt["key"]].config, plan)
+    doc["pareto"] = {
+        "capex_vs_throughput": thr,
+        "capex_vs_energy_per_token": energy,
+        "tolerance": plan.search.pareto_tolerance,
+        "exact": complete,
+    }
+    doc["sensitivity"] = sensitivity
+    evaluated = []
+    for key in sorted(search.results, key=lambda k: (search.by_key[k].config.capex_usd, k)):
+        ev = search.results[key]
+        cfg = search.by_key[key].config
+        evaluated.append(
+            {
+                "key": key,
+                "description": describe(cfg, plan),
+                "capex_usd": cfg.capex_usd,
+                "feasible": ev.feasible,
+                "why": ev.first_miss(),
+                "metrics": _compact(ev.metrics),
+                "screen": search.screen_row(key),
+            }
+        )
+    doc["evaluated"] = evaluated
+    doc["scenario"] = _scenario(search, doc)
+    return doc
+
+
+def _why_none(search: Search, entry: int) -> str:
+    counts: Counter[str] = Counter()
+    for group, gs in zip(search.groups, search.verdicts, strict=True):
+        if entry not in [e for _, e in group.signature.roles]:
+            continue
+        for code, n in zip(*np.unique(gs.reason, return_counts=True), strict=True):
+            if code:
+                counts[REASON_TEXT.get(REASONS[int(code)], REASONS[int(code)])] += int(n)
+    for cand in search.candidates:
+        if entry not in cand.config.entries():
+            continue
+        ev = search.results.get(cand.config.key)
+        if ev is None:
+            counts["not simulated (budget exhausted or not needed)"] += 1
+        elif not ev.feasible:
+            counts["simulated and missed a target" if not ev.error else "did not fit"] += 1
+    if not counts:
+        return "no configuration with it satisfies the constraints"
+    return "; ".join(f"{n} {what}" for what, n in counts.most_common())
+
+
+def _no_winner(search: Search, complete: bool) -> str:
+    if not search.admitted:
+        return "every configuration of the space violates a constraint"
+    if not search.candidates:
+        return "the screen rules out every configuration: " + ", ".join(
+            f"{n} {REASON_TEXT.get(r, r)}" for r, n in search.screen_counts().items()
+        )
+    if not complete:
+        return "no feasible configuration found before the confirmation budget ran out"
+    return "every configuration the screen let through misses a target in the engine"
+
+
+def _scenario(search: Search, doc: dict[str, Any]) -> dict[str, Any] | None:
+    plan = search.plan
+    keys: list[str] = []
+    rec = doc.get("recommendation")
+    if rec is not None:
+        keys.append(rec["key"])
+        if rec.get("runner_up"):
+            keys.append(rec["runner_up"]["key"])
+    for item in doc["per_device_type"]:
+        if item.get("cheapest"):
+            keys.append(item["cheapest"]["key"])
+    keys = list(dict.fromkeys(keys))[:32]
+    if not keys:
+        return None
+    systems = tuple(system_spec(search.by_key[k].config, plan) for k in keys)
+    spec = ScenarioSpec(
+        name=f"{plan.name}: recommendation and alternatives"[:200],
+        model=plan.model,
+        workload=plan.workload,
+        systems=systems,
+        slo=plan.targets.slo(),
+    )
+    return scenario_to_document(spec)
+
+
+__all__ = ["build_report"]

@@ -1,0 +1,768 @@
+"""The analytic screen: necessary conditions for a configuration to meet the targets.
+
+The screen never simulates. From the device cost models it computes, once per device
+entry, each request's service times (batch-1 prefill ``P``, batch-1 decode run ``D`` of its
+``o - 1`` steps including any per-step host round trip, a compute-only prefill bound and a
+memory-traffic decode bound for batched serving, and their energies) — exactly the
+quantities the engine charges, from the same :class:`~simulations.core.engine.core.Unit`
+curves. From these it derives, for every count combination of a signature at once
+(numpy), bounds that the request-level engine can never beat on the *same finite request
+set*:
+
+* **Memory fit.** The engine's own constructors (``BatchingSim``, ``GlitchesSim``) are
+  run on one device of each entry: if they raise ``CapacityError``, so would every
+  simulation using that entry.
+* **Per-request latency floors.** A request's TTFT is at least its batch-1 prefill on the
+  fastest prefill device of the configuration and its TPOT at least its batch-1 decode
+  step time on the fastest decode device (prefill and decode costs are monotone in batch
+  and context, so batching only adds). The percentile of these floors bounds the
+  percentile the engine reports (numpy percentiles are monotone in every value).
+* **Finite-horizon queueing bound** (a deterministic, network-calculus style work bound).
+  Cut time into windows ``E_j``. A request arriving in ``E_j`` that meets the TTFT target
+  ``T`` does its prefill inside ``[a_i, a_i + T]`` — inside ``E_j`` when ``a_i + T`` is —
+  so the work of the on-time requests of a window cannot exceed the devices' time in it,
+  ``c × |E_j|``. At most the cheapest-first prefix of the window's works fits; the rest is
+  late. Summed over the disjoint windows of a partition (the maximum over several
+  partitions), this counts requests that are late in *every* schedule; more than the
+  percentile allows means infeasible. Works: batch-1 serving holds a device for the whole
+  request, so an on-time request occupies at least ``min(P + D, end - a_i - T + P)`` of
+  the window (it starts by ``a_i + T - P``); GLITCHES prefill occupies a GPU for ``P``;
+  batched prefill needs at least its FLOPs at the achieved compute rate.
+* **Decode capacity.** A request that meets both the TTFT and the TPOT target finishes by
+  ``a_i + T + (o_i - 1) τ``; the same window argument over prefill plus decode work, with
+  the late budget being the TTFT and the TPOT allowances together, bounds how many
+  requests can meet both.
+* **Throughput and energy.** The run lasts at least until the latest arrival plus its
+  service floor, and at least the total work over the device count; energy is at least
+  every device's idle (or lowest) power over that span plus each request's cheapest
+  energy above idle.
+
+Every bound is *optimistic for feasibility*: whatever the screen rules out, the engine
+would find infeasible too (``tests/core/planner`` checks this against exhaustive engine
+runs). Floating-point slack (:data:`SLACK`) is applied in the optimistic direction.
+
+For reporting and ordering only (never for pruning), a steady-state utilisation estimate
+(mean work per second over the devices' capacity) is computed too.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simulations.core.devices import build_device_model
+from simulations.core.devices.base import DeviceModel
+from simulations.core.devices.fpga import FpgaModel
+from simulations.core.devices.gpu import GpuModel
+from simulations.core.engine.batching import BatchingSim
+from simulations.core.engine.core import Unit, build_units
+from simulations.core.engine.requests import RequestSet
+from simulations.core.errors import CapacityError, SpecError
+from simulations.core.graph import OpKind, decode_graph
+from simulations.core.policies import get_policy
+from simulations.core.policies.glitches import (
+    GlitchesPolicy,
+    apply_prefetch_ratio,
+    host_round_trip_s,
+)
+from simulations.core.spec import DeviceKind, DevicePlacement, SystemSpec
+
+from .space import Config, Group, Signature
+from .spec import PlanSpec
+
+#: Relative slack applied to every bound in the optimistic direction (float rounding).
+SLACK = 1e-6
+
+#: Why the screen ruled a configuration out (index 0: it did not).
+REASONS = (
+    "",
+    "invalid",
+    "memory",
+    "ttft_alone",
+    "tpot_alone",
+    "ttft_queue",
+    "decode_queue",
+    "throughput",
+)
+REASON_TEXT = {
+    "invalid": "not a valid system for its policy",
+    "memory": "does not fit device memory (weights, or the longest request's KV cache)",
+    "ttft_alone": "misses the TTFT target even without queueing (prefill time alone)",
+    "tpot_alone": "misses the TPOT target even without queueing (decode step time alone)",
+    "ttft_queue": "too little prefill capacity: too many requests must wait past the TTFT "
+    "target (finite-horizon work bound)",
+    "decode_queue": "too little decode capacity: the work of the requests that must meet "
+    "both latency targets exceeds the devices' time (finite-horizon work bound)",
+    "throughput": "cannot reach the minimum throughput",
+}
+_CODE = {name: i for i, name in enumerate(REASONS)}
+
+#: Most dyadic levels of windows the queueing bound tries.
+MAX_LEVELS = 9
+
+
+def allowed_late(n: int, q: float) -> int:
+    """Most values above a target that still let numpy's linear ``q``-th percentile of
+    ``n`` values stay at or below it: more than this many puts the order statistic the
+    percentile starts from above the target. (One more may still pass, by interpolation;
+    the screen stays optimistic.)"""
+    if n <= 0:
+        return 0
+    h = (n - 1) * q / 100.0
+    return n - math.floor(h - 1e-9) - 1
+
+
+# --- per-request costs -----------------------------------------------------------------------
+
+
+@dataclass
+class CostTable:
+    """Service times and energies of every request on one device entry.
+
+    Arrays are over the plan's requests: ``prefill_s`` batch-1 prefill seconds,
+    ``decode_s`` batch-1 decode seconds of the ``o - 1`` decode steps (host round trip
+    included where the policies add it), ``prefill_j``/``decode_j`` their joules;
+    ``prefill_compute_s`` the compute-only floor of a request's share of a packed prefill
+    (its FLOPs at the achieved compute rate); ``decode_kv_s`` plus ``steps × weights_s / B``
+    the memory-traffic floor of its share of batched decode steps with at most ``B``
+    sequences (GPUs; zero where no such floor is modelled). A phase the device model
+    refuses (its memory check) costs +inf: the engine raises whenever it runs it there.
+    """
+
+    prefill_s: np.ndarray
+    decode_s: np.ndarray
+    prefill_j: np.ndarray
+    decode_j: np.ndarray
+    prefill_compute_s: np.ndarray
+    decode_kv_s: np.ndarray
+    weights_s: float
+    idle_w: float
+    floor_w: float
+
+    def decode_memory_s(self, steps: np.ndarray, max_batch: int) -> np.ndarray:
+        """Floor of each request's share of batched decode time (≤ ``max_batch`` per step)."""
+        return self.decode_kv_s + steps * (self.weights_s / max_batch)
+
+    @property
+    def finite(self) -> bool:
+        """Whether the device model accepts every request's prefill and decode."""
+        return bool(np.all(np.isfinite(self.prefill_s)) and np.all(np.isfinite(self.decode_s)))
+
+
+def _compute_rate(dm: DeviceModel) -> float | None:
+    """Achieved compute rate (OP/s) that bounds every operator's time from below."""
+    if isinstance(dm, GpuModel):
+        return float(dm.ops_rate)
+    if isinstance(dm, FpgaModel):
+        return float(dm.design.ops_rate)
+    return None
+
+
+def _floor_power(dm: DeviceModel) -> float:
+    """Lowest power the device draws, busy or idle (0 when the model does not say)."""
+    if isinstance(dm, GpuModel):
+        return float(min(dm.idle_power_w, dm.p_compute, dm.p_memory, dm.p_wait))
+    if isinstance(dm, FpgaModel):
+        return float(dm.power_w)
+    return 0.0
+
+
+@dataclass
+class Requests:
+    """The plan's requests as arrays (lengths after context clipping)."""
+
+    a: np.ndarray
+    p: np.ndarray
+    o: np.ndarray
+    multi: np.ndarray
+    tokens: int
+
+    @classmethod
+    def of(cls, rs: RequestSet) -> Requests:
+        """Arrays of a drawn request set."""
+        p = np.asarray(rs.input_tokens, dtype=np.int64)
+        o = np.asarray(rs.output_tokens, dtype=np.int64)
+        return cls(np.asarray(rs.arrival_s, dtype=np.float64), p, o, o > 1, int(o.sum()))
+
+    @property
+    def n(self) -> int:
+        """Number of requests."""
+        return len(self.a)
+
+    @property
+    def steps(self) -> np.ndarray:
+        """Decode steps of each request (``o - 1``), as floats."""
+        return (self.o - 1).astype(np.float64)
+
+
+class CostCache:
+    """Cost tables and memory-fit verdicts, shared by every screen of one plan (they depend
+    on the request lengths only, not on arrivals)."""
+
+    def __init__(self, plan: PlanSpec, requests: RequestSet) -> None:
+        self.plan = plan
+        self.requests = requests
+        self.req = Requests.of(requests)
+        self._tables: dict[tuple[int, int | None], CostTable] = {}
+        self._fits: dict[tuple[Any, ...], str | None] = {}
+        self.seconds = 0.0
+
+    def unit(self, entry: int, prefetch: int | None) -> Unit:
+        """One engine unit of ``entry`` built as the policies build it (FPGA prefetch ratio
+        and host round trip per decode step); CapacityError when the weights do not fit."""
+        choice = self.plan.devices[entry]
+        model = self.plan.model
+        placement = DevicePlacement(choice.device, 1, choice.runtime, "")
+        fpga = choice.device.kind is DeviceKind.FPGA
+
+        def factory(device: Any, runtime: Any) -> DeviceModel:
+            dm = build_device_model(device, runtime)
+            return apply_prefetch_ratio(dm, prefetch) if fpga and prefetch is not None else dm
+
+        def overhead(p: DevicePlacement, dm: DeviceModel) -> float:
+            return host_round_trip_s(p.device, model) if fpga else 0.0
+
+        return build_units([placement], model, factory, step_overhead_s=overhead, timeline_cap=0)[0]
+
+    def table(self, entry: int, prefetch: int | None) -> CostTable:
+        """Costs of every request on ``entry`` (``prefetch``: FPGA prefetch ratio)."""
+        fpga = self.plan.devices[entry].device.kind is DeviceKind.FPGA
+        key = (entry, prefetch if fpga else None)
+        hit = self._tables.get(key)
+        if hit is not None:
+            return hit
+        t0 = time.perf_counter()
+        unit = self.unit(entry, prefetch)
+        r = self.req
+        lens, inverse = np.unique(r.p, return_inverse=True)
+        pre = np.full((len(lens), 3), np.inf)
+        for k, x in enumerate(lens):
+            try:
+                c = unit.prefill_cost([int(x)])
+            except CapacityError:
+                continue
+            pre[k] = (c.seconds, c.joules, c.flops)
+        rate = _compute_rate(unit.dm)
+        dec = np.zeros((r.n, 2))
+        for i in range(r.n):
+            steps = int(r.o[i]) - 1
+            if steps > 0:
+                try:
+                    dec[i] = unit.curve.run_cost(1, int(r.p[i]), steps)
+                except CapacityError:
+                    dec[i] = np.inf
+        decode_kv_s = np.zeros(r.n)
+        weights_s = 0.0
+        dm = unit.dm
+        if isinstance(dm, GpuModel):
+            model = self.plan.model
+            g = decode_graph(model, 1, 1, dm.precision, fused_attention=dm.fused_attention)
+            shared = sum(
+                op.weight_bytes * op.repeat for op in g.ops if op.kind is not OpKind.EMBEDDING
+            )
+            kvpt = model.kv_bytes_per_token(dm.runtime.kv_bits)
+            steps_f = r.steps
+            # A step reads the sequence's cache and its new token: Σ_{k=p}^{p+o-2} (k + 1).
+            positions = steps_f * (r.p + 1) + steps_f * (steps_f - 1) / 2.0
+            decode_kv_s = positions * kvpt / dm.bw
+            weights_s = shared / dm.bw
+        table = CostTable(
+            prefill_s=pre[inverse, 0],
+            decode_s=dec[:, 0],
+            prefill_j=pre[inverse, 1],
+            decode_j=dec[:, 1],
+            prefill_compute_s=pre[inverse, 2] / rate if rate else np.zeros(r.n),
+            decode_kv_s=decode_kv_s,
+            weights_s=weights_s,
+            idle_w=float(unit.idle_w),
+            floor_w=_floor_power(dm),
+        )
+        self._tables[key] = table
+        self.seconds += time.perf_counter() - t0
+        return table
+
+    def fit(self, sig: Signature) -> str | None:
+        """Why the engine's constructors reject this signature (None if they accept it)."""
+        key = (sig.policy, sig.options, sig.roles)
+        if key not in self._fits:
+            self._fits[key] = self._fit(sig)
+        return self._fits[key]
+
+    def _fit(self, sig: Signature) -> str | None:
+        opts = get_policy(sig.policy).resolve_options(dict(sig.options))
+        try:
+            if sig.policy == "homogeneous":
+                BatchingSim(
+                    self.requests,
+                    [self.unit(sig.roles[0][1], int(opts["prefetch_ratio"]))],
+                    max_batch=int(opts["max_batch"]),
+                    block_size=int(opts["block_size"]),
+                    memory_utilization=float(opts["memory_utilization"]),
+                    max_batched_tokens=int(opts["max_batched_tokens"]),
+                )
+            elif sig.policy == "glitches":
+                placements = tuple(
+                    DevicePlacement(
+                        self.plan.devices[e].device, 1, self.plan.devices[e].runtime, role
+                    )
+                    for role, e in sig.roles
+                )
+                system = SystemSpec("fit", "glitches", placements, opts)
+                GlitchesPolicy().build_sim(system, self.plan.model, self.requests)
+            else:  # pragma: no cover - parse_plan admits screened policies only
+                raise SpecError("policy", f"no screen for {sig.policy!r}")
+        except CapacityError as exc:
+            return f"memory: {exc.message}"
+        except SpecError as exc:
+            return f"invalid: {exc.field}: {exc.message}"
+        return None
+
+
+# --- the queueing bound ----------------------------------------------------------------------
+
+
+def _partitions(a: np.ndarray, horizon: float) -> list[np.ndarray]:
+    """Window boundaries of several partitions of ``[a_0, a_last + horizon]``: dyadic
+    levels down to windows of about twice the horizon, each also shifted by half a window."""
+    lo = float(a[0])
+    span = float(a[-1]) - lo + horizon
+    if not span > 0:
+        return [np.array([lo, lo + max(horizon, 1e-9)])]
+    levels = 0
+    if horizon > 0:
+        levels = int(min(MAX_LEVELS, max(0, math.floor(math.log2(span / (2 * horizon))))))
+    out = []
+    for level in range(levels + 1):
+        k = 2**level
+        b = lo + span * np.arange(k + 1) / k
+        out.append(b)
+        if level:
+            half = span / k / 2
+            out.append(np.concatenate(([lo], b[:-1] + half, [lo + span])))
+    return out
+
+
+WorkFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def late_by_capacity(
+    a: np.ndarray,
+    h: np.ndarray,
+    work: WorkFn,
+    candidate: np.ndarray,
+    cmax: int,
+    partitions: Sequence[np.ndarray],
+) -> np.ndarray:
+    """Fewest late requests with ``c`` devices of capacity, for ``c = 0 .. cmax``.
+
+    A request ``i`` that is on time must have ``work(i, end of its window)`` done inside
+    ``[a_i, a_i + h_i]``. Windows of a partition are disjoint, so per window at most the
+    cheapest works that fit ``c × |E_j|`` are on time; the window's other candidates are
+    late whatever the schedule. Returns the maximum over ``partitions`` of the late count
+    among ``candidate`` requests (requests late anyway are the caller's to add).
+    """
+    idx_all = np.flatnonzero(candidate)
+    best = np.zeros(cmax + 1, dtype=np.int64)
+    if idx_all.size == 0:
+        return best
+    ai = a[idx_all]
+    hi = h[idx_all]
+    for b in partitions:
+        nw = len(b) - 1
+        j = np.searchsorted(b, ai, side="right") - 1
+        inside = (j >= 0) & (j < nw)
+        j = np.where(inside, j, 0)
+        end = b[j + 1]
+        member = inside & (ai + hi <= end)
+        if not np.any(member):
+            continue
+        jj = j[member]
+        w = work(idx_all[member], end[member]) * (1.0 - SLACK)
+        length = (b[jj + 1] - b[jj]) * (1.0 + SLACK)
+        order = np.lexsort((w, jj))
+        ws = w[order]
+        gs = jj[order]
+        cs = np.cumsum(ws)
+        first = np.empty(len(gs), dtype=bool)
+        first[0] = True
+        first[1:] = gs[1:] != gs[:-1]
+        start = np.maximum.accumulate(np.where(first, np.arange(len(gs)), 0))
+        within = cs - (cs - ws)[start]
+        need = np.clip(np.ceil(within / length[order]), 0, cmax + 1).astype(np.int64)
+        on_time = np.cumsum(np.bincount(need, minlength=cmax + 2))[: cmax + 1]
+        best = np.maximum(best, len(ws) - on_time)
+    return best
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@dataclass
+class GroupScreen:
+    """The screen's verdict on every configuration of a group.
+
+    ``reason`` indexes :data:`REASONS` (0: possibly feasible). Per configuration:
+    ``ttft_ms``/``tpot_ms`` floors of the first TTFT/TPOT target's percentile (``nan``
+    without one), ``throughput_ub`` (tokens/s), ``energy_lb`` (J per generated token),
+    ``late_lb`` (fewest requests missing the first TTFT target), ``utilisation`` (a
+    steady-state estimate of the busiest resource, for reporting only).
+    """
+
+    reason: np.ndarray
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray
+    throughput_ub: np.ndarray
+    energy_lb: np.ndarray
+    late_lb: np.ndarray
+    utilisation: np.ndarray
+    detail: str = ""
+
+    @classmethod
+    def rejected(cls, n: int, code: str, detail: str) -> GroupScreen:
+        """Every configuration ruled out for the same reason."""
+        nan = np.full(n, math.nan)
+        return cls(
+            np.full(n, _CODE[code], dtype=np.int64),
+            nan,
+            nan.copy(),
+            nan.copy(),
+            nan.copy(),
+            np.zeros(n, dtype=np.int64),
+            nan.copy(),
+            detail,
+        )
+
+    @property
+    def possible(self) -> np.ndarray:
+        """Mask of configurations the screen lets through."""
+        return self.reason == 0
+
+    def row(self, i: int) -> dict[str, Any]:
+        """The screen's figures for configuration ``i`` (JSON-friendly)."""
+
+        def num(x: Any) -> float | None:
+            v = float(x)
+            return v if math.isfinite(v) else None
+
+        code = REASONS[int(self.reason[i])]
+        out: dict[str, Any] = {
+            "verdict": code or "possible",
+            "ttft_floor_ms": num(self.ttft_ms[i]),
+            "tpot_floor_ms": num(self.tpot_ms[i]),
+            "throughput_ceiling_tok_s": num(self.throughput_ub[i]),
+            "energy_floor_j_per_token": num(self.energy_lb[i]),
+            "late_requests_floor": int(self.late_lb[i]),
+            "utilisation_estimate": num(self.utilisation[i]),
+        }
+        if code in ("memory", "invalid"):
+            out["detail"] = self.detail
+        return out
+
+
+@dataclass(frozen=True)
+class _LateCheck:
+    """Infeasible when ``late[capacity] > allowed``; capacity is the sum of the count
+    columns ``cols`` (devices that can do the work)."""
+
+    reason: str
+    allowed: int
+    late: np.ndarray
+    cols: tuple[int, ...]
+
+
+@dataclass
+class _Bounds:
+    """What a policy's model hands to the count-level evaluation."""
+
+    ttft_req: np.ndarray  # per-request TTFT floor (s)
+    tpot_req: np.ndarray  # per-request TPOT floor (s), multi-token requests only
+    finish_req: np.ndarray  # per-request arrival-to-finish floor (s)
+    checks: list[_LateCheck] = field(default_factory=list)
+    # (total work in device-seconds, count columns that can do it): span ≥ work / devices
+    work: list[tuple[float, tuple[int, ...]]] = field(default_factory=list)
+    # Energy ≥ Σ_col counts × power[col] × span + excess (J)
+    power_w: tuple[float, ...] = ()
+    excess_j: float = 0.0
+
+
+class Screen:
+    """The analytic screen of one plan on one request set (one load level)."""
+
+    def __init__(self, plan: PlanSpec, requests: RequestSet, cache: CostCache) -> None:
+        self.plan = plan
+        self.cache = cache
+        self.req = Requests.of(requests)
+        self._memo: dict[tuple[Any, ...], np.ndarray] = {}
+        self.duration = float(self.req.a[-1] - self.req.a[0])
+
+    def _late(
+        self,
+        memo_key: tuple[Any, ...],
+        h: np.ndarray,
+        work: WorkFn,
+        candidate: np.ndarray,
+        cmax: int,
+    ) -> np.ndarray:
+        """Fewest late requests for each capacity (non-candidates are late anyway)."""
+        key = (*memo_key, cmax)
+        hit = self._memo.get(key)
+        if hit is None:
+            horizon = float(np.median(h[candidate])) if np.any(candidate) else 0.0
+            parts = _partitions(self.req.a, horizon)
+            hit = late_by_capacity(self.req.a, h, work, candidate, cmax, parts)
+            hit = hit + int(np.count_nonzero(~candidate))
+            self._memo[key] = hit
+        return hit
+
+    def _both_checks(
+        self,
+        b: _Bounds,
+        key: tuple[Any, ...],
+        prefill_s: np.ndarray,
+        per_step_s: np.ndarray,
+        work_s: np.ndarray,
+        cols: tuple[int, ...],
+        cmax: int,
+    ) -> None:
+        """Requests meeting a TTFT and a TPOT target finish by ``a + T + (o - 1) τ``: their
+        ``work_s`` must fit the devices ``cols`` in time (late budget: both allowances)."""
+        r = self.req
+        for q, ttft_ms in self.plan.targets.ttft():
+            ttft_s = ttft_ms / 1e3
+            for q2, tpot_ms in self.plan.targets.tpot():
+                tpot_s = tpot_ms / 1e3
+                cand = (prefill_s <= ttft_s * (1 + SLACK)) & (per_step_s <= tpot_s * (1 + SLACK))
+                late = self._late(
+                    (*key, ttft_s, tpot_s),
+                    ttft_s + r.steps * tpot_s,
+                    lambda idx, end: work_s[idx],
+                    cand,
+                    cmax,
+                )
+                allowed = allowed_late(r.n, q) + allowed_late(int(r.multi.sum()), q2)
+                b.checks.append(_LateCheck("decode_queue", allowed, late, cols))
+
+    def _per_step(self, decode_s: np.ndarray) -> np.ndarray:
+        steps = self.req.steps
+        return np.divide(decode_s, steps, out=np.zeros(len(steps)), where=steps > 0)
+
+    # -- policies --------------------------------------------------------------------
+
+    def _homogeneous(self, sig: Signature, cmax: int) -> _Bounds | None:
+        """Every device serves whole requests (one entry, count column 0)."""
+        opts = get_policy("homogeneous").resolve_options(dict(sig.options))
+        entry = sig.roles[0][1]
+        t = self.cache.table(entry, int(opts["prefetch_ratio"]))
+        if not t.finite:
+            return None
+        r = self.req
+        max_batch = int(opts["max_batch"])
+        per_step = self._per_step(t.decode_s)
+        b = _Bounds(
+            ttft_req=t.prefill_s,
+            tpot_req=per_step[r.multi],
+            finish_req=t.prefill_s + t.decode_s,
+        )
+        if max_batch == 1:
+            serve = t.prefill_s + t.decode_s
+            for q, ttft_ms in self.plan.targets.ttft():
+                ttft_s = ttft_ms / 1e3
+
+                def work(idx: np.ndarray, end: np.ndarray, ttft_s: float = ttft_s) -> np.ndarray:
+                    # An on-time request starts by a + T − P and then holds its device.
+                    return np.minimum(serve[idx], end - r.a[idx] - ttft_s + t.prefill_s[idx])
+
+                late = self._late(
+                    ("h1", entry, sig.options, ttft_s),
+                    np.full(r.n, ttft_s),
+                    work,
+                    t.prefill_s <= ttft_s * (1 + SLACK),
+                    cmax,
+                )
+                b.checks.append(_LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
+            b.work.append((float(serve.sum()), (0,)))
+            # Energy = Σ devices idle × span + Σ phases (joules − idle × seconds), exactly;
+            # batch-1 phases are each request's own prefill and decode steps.
+            b.power_w = (t.idle_w,)
+            b.excess_j = float(
+                np.sum(t.prefill_j - t.idle_w * t.prefill_s + t.decode_j - t.idle_w * t.decode_s)
+            )
+            return b
+        work_s = t.prefill_compute_s + t.decode_memory_s(r.steps, max_batch)
+        for q, ttft_ms in self.plan.targets.ttft():
+            ttft_s = ttft_ms / 1e3
+            late = self._late(
+                ("hb", entry, sig.options, ttft_s),
+                np.full(r.n, ttft_s),
+                lambda idx, end: t.prefill_compute_s[idx],
+                t.prefill_s <= ttft_s * (1 + SLACK),
+                cmax,
+            )
+            b.checks.append(_LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
+        self._both_checks(b, ("hb", entry, sig.options), t.prefill_s, per_step, work_s, (0,), cmax)
+        b.work.append((float(work_s.sum()), (0,)))
+        b.power_w = (t.floor_w,)
+        return b
+
+    def _glitches(self, sig: Signature, cmax: int) -> _Bounds | None:
+        """GPU prefill (count column 0), FPGA decode (column 1, optional)."""
+        opts = get_policy("glitches").resolve_options(dict(sig.options))
+        prefetch = int(opts["prefetch_ratio"])
+        g_entry = sig.role_entry("prefill")
+        f_entry = sig.role_entry("decode")
+        assert g_entry is not None
+        g = self.cache.table(g_entry, None)
+        f = self.cache.table(f_entry, prefetch) if f_entry is not None else None
+        gpu_decode = bool(opts["gpu_decode"]) or f is None
+        decoders = [x for x in (f, g if gpu_decode else None) if x is not None]
+        decode_min = np.min(np.stack([x.decode_s for x in decoders]), axis=0)
+        if not (np.all(np.isfinite(g.prefill_s)) and np.all(np.isfinite(decode_min))):
+            return None
+        r = self.req
+        per_step = self._per_step(decode_min)
+        b = _Bounds(
+            ttft_req=g.prefill_s,
+            tpot_req=per_step[r.multi],
+            finish_req=g.prefill_s + decode_min,
+        )
+        cols_all = (0, 1) if f is not None else (0,)
+        for q, ttft_ms in self.plan.targets.ttft():
+            ttft_s = ttft_ms / 1e3
+            late = self._late(
+                ("g", g_entry, ttft_s),
+                np.full(r.n, ttft_s),
+                lambda idx, end: g.prefill_s[idx],
+                g.prefill_s <= ttft_s * (1 + SLACK),
+                cmax,
+            )
+            b.checks.append(_LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
+        key = ("g", g_entry, f_entry, prefetch, gpu_decode)
+        work_s = g.prefill_s + decode_min
+        self._both_checks(b, (*key, "all"), g.prefill_s, per_step, work_s, cols_all, cmax)
+        if f is not None and not gpu_decode:
+            # Only the FPGAs decode: their time alone must hold the decodes.
+            per_f = self._per_step(f.decode_s)
+            self._both_checks(b, (*key, "fpga"), g.prefill_s, per_f, f.decode_s, (1,), cmax)
+        b.work.append((float(g.prefill_s.sum()), (0,)))
+        b.work.append((float(work_s.sum()), cols_all))
+        # Energy = Σ devices idle × span + Σ phases (joules − idle × seconds), exactly: each
+        # request is prefilled once on a GPU and decoded step by step on one device.
+        excess_d = np.min(
+            np.stack(
+                [
+                    np.where(np.isfinite(x.decode_s), x.decode_j - x.idle_w * x.decode_s, np.inf)
+                    for x in decoders
+                ]
+            ),
+            axis=0,
+        )
+        b.power_w = (g.idle_w,) + ((f.idle_w,) if f is not None else ())
+        b.excess_j = float(np.sum(g.prefill_j - g.idle_w * g.prefill_s + excess_d))
+        return b
+
+    def _util(self, work: float, capacity: np.ndarray) -> np.ndarray:
+        if self.duration <= 0:
+            return np.full(len(capacity), math.nan)
+        return work / self.duration / capacity
+
+    # -- evaluation ------------------------------------------------------------------
+
+    def evaluate(self, group: Group) -> GroupScreen:
+        """The verdict on every configuration of ``group``."""
+        sig = group.signature
+        counts = group.counts
+        n_cfg = len(group)
+        fit = self.cache.fit(sig)
+        if fit is not None:
+            return GroupScreen.rejected(
+                n_cfg, "memory" if fit.startswith("memory") else "invalid", fit
+            )
+        cmax = int(counts.sum(axis=1).max())
+        b: _Bounds | None
+        if sig.policy == "homogeneous":
+            b = self._homogeneous(sig, cmax)
+        elif sig.policy == "glitches":
+            b = self._glitches(sig, cmax)
+        else:  # pragma: no cover - parse_plan admits screened policies only
+            raise SpecError("policy", f"no screen for {sig.policy!r}")
+        if b is None:
+            return GroupScreen.rejected(
+                n_cfg, "memory", "memory: a request's prefill or decode exceeds the device memory"
+            )
+        r = self.req
+        targets = self.plan.targets
+        reason = np.zeros(n_cfg, dtype=np.int64)
+
+        def mark(mask: np.ndarray | bool, name: str) -> None:
+            reason[(reason == 0) & mask] = _CODE[name]
+
+        def pct(values: np.ndarray, q: float) -> float:
+            if not values.size:
+                return math.nan
+            return float(np.percentile(values, q)) * 1e3 * (1 - SLACK)
+
+        ttft_ms = tpot_ms = math.nan
+        for i, (q, limit) in enumerate(targets.ttft()):
+            v = pct(b.ttft_req, q)
+            ttft_ms = v if i == 0 else ttft_ms
+            mark(v > limit, "ttft_alone")
+        for i, (q, limit) in enumerate(targets.tpot()):
+            v = pct(b.tpot_req, q)
+            tpot_ms = v if i == 0 else tpot_ms
+            mark(v > limit, "tpot_alone")
+        late_first = np.zeros(n_cfg, dtype=np.int64)
+        for k, chk in enumerate(b.checks):
+            late = chk.late[counts[:, list(chk.cols)].sum(axis=1)]
+            if k == 0 and chk.reason == "ttft_queue":
+                late_first = late
+            mark(late > chk.allowed, chk.reason)
+        span = np.full(n_cfg, float(np.max(r.a + b.finish_req) - r.a[0]))
+        util = np.zeros(n_cfg)
+        for total, cols in b.work:
+            devices = counts[:, list(cols)].sum(axis=1)
+            span = np.maximum(span, total / devices)
+            util = np.maximum(util, self._util(total, devices))
+        span = span * (1 - SLACK)
+        thr = r.tokens / np.maximum(span, 1e-300)
+        if targets.min_throughput_tok_s is not None:
+            mark(thr < targets.min_throughput_tok_s, "throughput")
+        power = counts @ np.array(b.power_w, dtype=np.float64)
+        energy = (power * span + b.excess_j) * (1 - SLACK)
+        return GroupScreen(
+            reason=reason,
+            ttft_ms=np.full(n_cfg, ttft_ms),
+            tpot_ms=np.full(n_cfg, tpot_ms),
+            throughput_ub=thr,
+            energy_lb=np.maximum(energy, 0.0) / r.tokens,
+            late_lb=late_first,
+            utilisation=util,
+        )
+
+    def evaluate_config(self, config: Config) -> dict[str, Any]:
+        """The screen's figures for one configuration."""
+        group = Group(
+            config.signature,
+            np.array([config.counts], dtype=np.int64),
+            np.array([config.capex_usd]),
+            np.array([config.power_w]),
+        )
+        return self.evaluate(group).row(0)
+
+
+__all__ = [
+    "REASONS",
+    "REASON_TEXT",
+    "SLACK",
+    "CostCache",
+    "CostTable",
+    "GroupScreen",
+    "Requests",
+    "Screen",
+    "allowed_late",
+    "late_by_capacity",
+]

@@ -1,0 +1,298 @@
+"""The search space: configurations grouped by *signature* (policy, options and the device
+entry in each role), each group holding every count combination as a numpy matrix.
+
+Grouping is what makes the screen fast: everything that depends on which devices play
+which role (per-request service times, memory fit) is computed once per signature, and
+everything that depends on the counts (capacities, capital cost, power) is evaluated for
+all count combinations of the group at once.
+
+A configuration's *key* is canonical and human-readable, e.g.
+``glitches:1xa100-80gb[prefill]+7xu280[decode]:prefetch_ratio=4``; it identifies the
+configuration in results, in the database (unique per plan) and across workers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from simulations.core.policies import get_policy
+from simulations.core.scenario import MAX_DEVICES_PER_SYSTEM
+from simulations.core.spec import DevicePlacement, SystemSpec
+
+from .spec import DeviceChoice, PlanSpec
+
+#: Policies whose devices exchange data through one host and so must share a node.
+SINGLE_NODE_POLICIES = frozenset({"glitches"})
+
+#: Constraint names in the order they are checked (the first violated one is counted).
+CONSTRAINT_ORDER = (
+    "max_devices",
+    "max_capex_usd",
+    "max_power_w",
+    "max_devices_per_node",
+    "max_nodes",
+)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a group of configurations shares: policy, option values, and for each filled
+    role the device entry playing it (``roles`` is in the policy's role order)."""
+
+    policy: str
+    options: tuple[tuple[str, Any], ...]
+    roles: tuple[tuple[str, int], ...]
+
+    def role_entry(self, role: str) -> int | None:
+        """The device entry playing ``role`` (None if the role is empty)."""
+        for name, entry in self.roles:
+            if name == role:
+                return entry
+        return None
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration: a signature with a count per filled role."""
+
+    signature: Signature
+    counts: tuple[int, ...]
+    key: str
+    capex_usd: float
+    power_w: float
+
+    @property
+    def policy(self) -> str:
+        """The policy's name."""
+        return self.signature.policy
+
+    def entries(self) -> tuple[int, ...]:
+        """Device entries used (one per filled role)."""
+        return tuple(e for _, e in self.signature.roles)
+
+    @property
+    def device_count(self) -> int:
+        """Devices in the system."""
+        return int(sum(self.counts))
+
+
+@dataclass
+class Group:
+    """Every count combination of one signature, after the constraints.
+
+    ``counts`` is (configurations × filled roles); ``capex_usd`` and ``power_w`` are per
+    configuration.
+    """
+
+    signature: Signature
+    counts: np.ndarray
+    capex_usd: np.ndarray
+    power_w: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.counts.shape[0])
+
+    def config(self, i: int, plan: PlanSpec) -> Config:
+        """The ``i``-th configuration of the group."""
+        counts = tuple(int(c) for c in self.counts[i])
+        return Config(
+            self.signature,
+            counts,
+            config_key(self.signature, counts, plan),
+            float(self.capex_usd[i]),
+            float(self.power_w[i]),
+        )
+
+
+def _value_text(v: Any) -> str:
+    return json.dumps(v) if not isinstance(v, str) else v
+
+
+def config_key(sig: Signature, counts: tuple[int, ...], plan: PlanSpec) -> str:
+    """The canonical key of a configuration."""
+    parts = []
+    for (role, entry), count in zip(sig.roles, counts, strict=True):
+        label = plan.devices[entry].label
+        parts.append(f"{count}x{label}" + (f"[{role}]" if role else ""))
+    key = f"{sig.policy}:{'+'.join(parts)}"
+    if sig.options:
+        key += ":" + ",".join(f"{k}={_value_text(v)}" for k, v in sig.options)
+    return key
+
+
+def describe(config: Config, plan: PlanSpec) -> str:
+    """Plain-language name, e.g. ``1× a100-80gb [prefill] + 7× u280 [decode] (glitches)``."""
+    parts = []
+    for (role, entry), count in zip(config.signature.roles, config.counts, strict=True):
+        parts.append(f"{count}× {plan.devices[entry].label}" + (f" [{role}]" if role else ""))
+    opts = ", ".join(f"{k}={_value_text(v)}" for k, v in config.signature.options)
+    return " + ".join(parts) + f" ({config.policy}{', ' + opts if opts else ''})"
+
+
+def system_document(config: Config, plan: PlanSpec) -> dict[str, Any]:
+    """The configuration as a scenario ``systems`` entry (DESIGN.md §3), runtimes named."""
+    devices = []
+    for (role, entry), count in zip(config.signature.roles, config.counts, strict=True):
+        choice = plan.devices[entry]
+        item: dict[str, Any] = {"device": choice.device.slug, "count": count}
+        if role:
+            item["role"] = role
+        item["runtime"] = choice.runtime.slug
+        devices.append(item)
+    return {
+        "name": config.key,
+        "policy": config.policy,
+        "devices": devices,
+        "options": dict(config.signature.options),
+    }
+
+
+def system_spec(config: Config, plan: PlanSpec) -> SystemSpec:
+    """The configuration as a core SystemSpec (options resolved with the policy's defaults)."""
+    cls = get_policy(config.policy)
+    placements = tuple(
+        DevicePlacement(
+            device=plan.devices[entry].device,
+            count=count,
+            runtime=plan.devices[entry].runtime,
+            role=role,
+        )
+        for (role, entry), count in zip(config.signature.roles, config.counts, strict=True)
+    )
+    options = cls.resolve_options(dict(config.signature.options))
+    return SystemSpec(name=config.key, policy=config.policy, devices=placements, options=options)
+
+
+def signatures(plan: PlanSpec) -> Iterator[Signature]:
+    """Every signature of the plan's space, in a deterministic order."""
+    for pol in plan.policies:
+        cls = get_policy(pol.policy)
+        per_role: list[list[int | None]] = []
+        for role in cls.roles:
+            eligible: list[int | None] = [
+                k
+                for k in pol.devices
+                if not role.kinds or plan.devices[k].device.kind.value in role.kinds
+            ]
+            if not role.required:
+                eligible = [None, *eligible]
+            per_role.append(eligible)
+        for opts in pol.option_sets():
+            for combo in product(*per_role):
+                roles = tuple(
+                    (role.name, entry)
+                    for role, entry in zip(cls.roles, combo, strict=True)
+                    if entry is not None
+                )
+                if roles:
+                    yield Signature(pol.policy, opts, roles)
+
+
+def _count_grid(choices: list[DeviceChoice]) -> np.ndarray:
+    ranges = [np.arange(c.min_count, c.max_count + 1, dtype=np.int64) for c in choices]
+    mesh = np.meshgrid(*ranges, indexing="ij")
+    return np.stack([m.ravel() for m in mesh], axis=1)
+
+
+@dataclass
+class Space:
+    """The enumerated space: groups that passed the constraints, and what was excluded."""
+
+    groups: list[Group]
+    total: int
+    excluded: dict[str, int]
+    #: Capex of every excluded configuration and the index (into CONSTRAINT_ORDER) of the
+    #: constraint it violates, to tell which constraints exclude cheaper systems.
+    excluded_capex: np.ndarray
+    excluded_code: np.ndarray
+
+    @property
+    def admitted(self) -> int:
+        """Configurations that satisfy every constraint."""
+        return sum(len(g) for g in self.groups)
+
+
+def violated_constraint(
+    plan: PlanSpec, policy: str, devices: np.ndarray, capex: np.ndarray, power: np.ndarray
+) -> np.ndarray:
+    """Index into :data:`CONSTRAINT_ORDER` of the first violated constraint, or -1."""
+    c = plan.constraints
+    out = np.full(devices.shape, -1, dtype=np.int64)
+    checks: list[np.ndarray] = [devices > MAX_DEVICES_PER_SYSTEM]
+    checks.append(capex > c.max_capex_usd if c.max_capex_usd is not None else devices < 0)
+    checks.append(power > c.max_power_w if c.max_power_w is not None else devices < 0)
+    per_node = c.max_devices_per_node
+    if per_node is not None and policy in SINGLE_NODE_POLICIES:
+        checks.append(devices > per_node)
+    else:
+        checks.append(devices < 0)
+    if per_node is not None and c.max_nodes is not None:
+        checks.append(np.ceil(devices / per_node) > c.max_nodes)
+    else:
+        checks.append(devices < 0)
+    for i in range(len(checks) - 1, -1, -1):
+        out = np.where(checks[i], i, out)
+    return out
+
+
+def enumerate_space(plan: PlanSpec) -> Space:
+    """Every configuration of the plan's space that satisfies its constraints, in groups."""
+    groups: list[Group] = []
+    total = 0
+    excluded = dict.fromkeys(CONSTRAINT_ORDER, 0)
+    ex_capex: list[np.ndarray] = []
+    ex_code: list[np.ndarray] = []
+    for sig in signatures(plan):
+        choices = [plan.devices[e] for _, e in sig.roles]
+        counts = _count_grid(choices)
+        prices = np.array([c.price_usd for c in choices])
+        tdps = np.array([c.device.tdp_w for c in choices])
+        capex = counts @ prices
+        power = counts @ tdps
+        devices = counts.sum(axis=1)
+        total += len(counts)
+        bad = violated_constraint(plan, sig.policy, devices, capex, power)
+        for i, name in enumerate(CONSTRAINT_ORDER):
+            excluded[name] += int(np.count_nonzero(bad == i))
+        keep = bad < 0
+        ex_capex.append(capex[~keep])
+        ex_code.append(bad[~keep])
+        if np.any(keep):
+            groups.append(Group(sig, counts[keep], capex[keep], power[keep]))
+    return Space(
+        groups,
+        total,
+        excluded,
+        np.concatenate(ex_capex) if ex_capex else np.zeros(0),
+        np.concatenate(ex_code) if ex_code else np.zeros(0, dtype=np.int64),
+    )
+
+
+def nodes_needed(plan: PlanSpec, devices: int) -> int | None:
+    """Nodes a system of ``devices`` devices occupies (None without a per-node limit)."""
+    per_node = plan.constraints.max_devices_per_node
+    return None if per_node is None else math.ceil(devices / per_node)
+
+
+__all__ = [
+    "CONSTRAINT_ORDER",
+    "SINGLE_NODE_POLICIES",
+    "Config",
+    "Group",
+    "Signature",
+    "Space",
+    "config_key",
+    "describe",
+    "enumerate_space",
+    "nodes_needed",
+    "signatures",
+    "system_document",
+    "system_spec",
+]

@@ -1,0 +1,636 @@
+"""The plan document: what to search, for which workload, against which targets.
+
+A plan asks "what is the cheapest system that meets these latency targets?". Its document
+(JSON; the CLI, the Celery job and the API accept the same shape)::
+
+    {"name": "LLaMA2-7B, Azure conversation lengths at 1 request/s",
+     "model": "llama2-7b",
+     "workload": {... exactly a scenario's workload object (DESIGN.md §3) ...},
+     "targets": {"ttft_p90_ms": 1000, "tpot_p90_ms": 50, "min_throughput_tok_s": 100},
+     "space": {
+       "devices": [{"device": "a100-80gb", "max_count": 4},
+                   {"device": "u280", "min_count": 1, "max_count": 8,
+                    "runtime": "flightllm-w4a8"}],
+       "policies": [{"policy": "homogeneous", "options": {"max_batch": [1, 16]}},
+                    {"policy": "glitches", "options": {"prefetch_ratio": [4]},
+                     "devices": ["a100-80gb", "u280"]}]},
+     "constraints": {"max_capex_usd": 200000, "max_power_w": 4000,
+                     "max_devices_per_node": 8, "max_nodes": 1},
+     "search": {"max_confirmations": 400, "round_size": 8, "sensitivity": true,
+                "max_load_factor": 8}}
+
+:func:`parse_plan` validates the whole document against a catalog and reports *every*
+problem at once, keyed by JSON path, through the scenario parser's helpers (the workload
+object is parsed by exactly the code that parses a scenario's), raising
+:class:`~simulations.core.errors.ScenarioValidationError`.
+
+Meaning of the space: every policy entry is tried with every combination of its option
+values; each of the policy's device roles (``RoleSpec``) takes one device entry whose kind
+the role accepts (or none, for an optional role) with a count in ``[min_count,
+max_count]``. ``devices`` on a policy entry restricts which device entries it may use.
+Every searched device needs a catalog price: the planner minimises capital cost.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from simulations.core.catalog import Catalog
+from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
+from simulations.core.policies import get_policy
+from simulations.core.scenario import (
+    ROOT,
+    TraceLoader,
+    _Errors,
+    _int,
+    _key,
+    _list,
+    _mapping,
+    _positive,
+    _str,
+    _type_name,
+    _unknown_keys,
+    _workload,
+)
+from simulations.core.spec import (
+    DeviceKind,
+    DeviceSpec,
+    ModelSpec,
+    RuntimeProfile,
+    SloSpec,
+    TraceData,
+    WorkloadSpec,
+)
+
+# --- limits ----------------------------------------------------------------------------------
+
+#: Requests of a plan's workload (every confirmed configuration simulates all of them).
+MAX_PLAN_REQUESTS = 20_000
+#: Device entries of a space.
+MAX_DEVICE_ENTRIES = 32
+#: Policy entries of a space.
+MAX_POLICY_ENTRIES = 16
+#: Values tried for one option.
+MAX_OPTION_VALUES = 16
+#: Largest count of one device entry in one role.
+MAX_COUNT = 256
+#: Configurations a space may describe (counted before anything is enumerated).
+MAX_CONFIGS = 200_000
+#: Engine confirmations one plan may run.
+MAX_CONFIRMATIONS = 20_000
+#: Configurations confirmed per round (a round is fanned out over the workers).
+MAX_ROUND_SIZE = 256
+#: Largest factor the sensitivity analysis scales the arrival rate by.
+MAX_LOAD_FACTOR = 1000.0
+
+_TOP_KEYS = (
+    "name",
+    "description",
+    "model",
+    "workload",
+    "targets",
+    "space",
+    "constraints",
+    "search",
+)
+_TARGET_KEYS = (
+    "ttft_p90_ms",
+    "tpot_p90_ms",
+    "ttft_p99_ms",
+    "tpot_p99_ms",
+    "min_throughput_tok_s",
+)
+_SPACE_KEYS = ("devices", "policies")
+_DEVICE_KEYS = ("device", "runtime", "min_count", "max_count")
+_POLICY_KEYS = ("policy", "options", "devices")
+_CONSTRAINT_KEYS = ("max_capex_usd", "max_power_w", "max_devices_per_node", "max_nodes")
+_SEARCH_KEYS = (
+    "max_confirmations",
+    "round_size",
+    "sensitivity",
+    "max_load_factor",
+    "load_tolerance",
+    "pareto_tolerance",
+)
+
+#: Policies the planner can screen: their name → the roles' count of requirement. The
+#: screen needs an analytic model of the policy (see :mod:`.screen`); others are refused.
+SCREENED_POLICIES = ("glitches", "homogeneous")
+
+
+# --- the parsed plan -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """Latency and throughput targets (``None``: no target). Percentiles are numpy's
+    linear percentiles over the simulated requests, as in the result document."""
+
+    ttft_p90_ms: float | None = None
+    tpot_p90_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    min_throughput_tok_s: float | None = None
+
+    def slo(self) -> SloSpec:
+        """The latency targets as the scenario SLO the engine reports attainment against."""
+        return SloSpec(
+            ttft_p90_ms=self.ttft_p90_ms,
+            tpot_p90_ms=self.tpot_p90_ms,
+            ttft_p99_ms=self.ttft_p99_ms,
+            tpot_p99_ms=self.tpot_p99_ms,
+        )
+
+    def ttft(self) -> list[tuple[float, float]]:
+        """(percentile, target ms) pairs of the TTFT targets."""
+        return [(q, t) for q, t in ((90.0, self.ttft_p90_ms), (99.0, self.ttft_p99_ms)) if t]
+
+    def tpot(self) -> list[tuple[float, float]]:
+        """(percentile, target ms) pairs of the TPOT targets."""
+        return [(q, t) for q, t in ((90.0, self.tpot_p90_ms), (99.0, self.tpot_p99_ms)) if t]
+
+    def as_dict(self) -> dict[str, float]:
+        """The targets that are set, by document key."""
+        return {k: v for k in _TARGET_KEYS if (v := getattr(self, k)) is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """Hard limits on a configuration, checked before anything is simulated.
+
+    ``max_power_w`` bounds the sum of the devices' TDPs (provisioned power). A node holds
+    at most ``max_devices_per_node`` devices; a data-parallel system (``homogeneous``) may
+    span up to ``max_nodes`` nodes, while a system whose devices exchange data over the
+    host (``glitches`` streams KV caches GPU → host → FPGA) must fit in one node, since the
+    engine models a single PCIe host.
+    """
+
+    max_capex_usd: float | None = None
+    max_power_w: float | None = None
+    max_devices_per_node: int | None = None
+    max_nodes: int | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        """The constraints that are set, by document key."""
+        return {k: v for k in _CONSTRAINT_KEYS if (v := getattr(self, k)) is not None}
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """One device entry of the space: a catalog device on a software stack, with counts."""
+
+    index: int
+    device: DeviceSpec
+    runtime: RuntimeProfile
+    min_count: int
+    max_count: int
+    runtime_named: bool = False
+
+    @property
+    def price_usd(self) -> float:
+        """The device's catalog price (validated present)."""
+        assert self.device.price_usd is not None
+        return float(self.device.price_usd)
+
+    @property
+    def label(self) -> str:
+        """``slug`` or ``slug@runtime`` when the entry names a runtime."""
+        if self.runtime_named:
+            return f"{self.device.slug}@{self.runtime.slug}"
+        return self.device.slug
+
+
+@dataclass(frozen=True)
+class PolicyChoice:
+    """One policy entry: the policy, the option values to try and the devices it may use."""
+
+    index: int
+    policy: str
+    options: tuple[tuple[str, tuple[Any, ...]], ...]
+    devices: tuple[int, ...]  # indices into PlanSpec.devices
+
+    def option_sets(self) -> list[tuple[tuple[str, Any], ...]]:
+        """Every combination of the option values (sorted by option name)."""
+        names = [n for n, _ in self.options]
+        values = [v for _, v in self.options]
+        return [tuple(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    """How the search runs. None of these change *which* configuration wins (unless the
+    confirmation budget runs out, which the result says): ``round_size`` configurations
+    are confirmed per round; ``pareto_tolerance`` is the relative slack within which a
+    configuration counts as covered by a front member of no higher capex (an ε-Pareto
+    front: 0 asks for the exact front, at the price of simulating every configuration
+    whose throughput ceiling is a hair above the best confirmed one)."""
+
+    max_confirmations: int = 400
+    round_size: int = 8
+    sensitivity: bool = True
+    max_load_factor: float = 8.0
+    load_tolerance: float = 0.02
+    pareto_tolerance: float = 0.01
+
+
+@dataclass(frozen=True)
+class PlanSpec:
+    """A validated plan with every catalog slug resolved."""
+
+    name: str
+    model: ModelSpec
+    workload: WorkloadSpec
+    targets: Targets
+    devices: tuple[DeviceChoice, ...]
+    policies: tuple[PolicyChoice, ...]
+    constraints: Constraints = field(default_factory=Constraints)
+    search: SearchOptions = field(default_factory=SearchOptions)
+    description: str = ""
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+def _opt_positive(errs: _Errors, path: str, obj: Mapping[str, Any], key: str) -> float | None:
+    if obj.get(key) is None:
+        return None
+    return _positive(errs, _key(path, key), obj[key], maximum=1e15)
+
+
+def _targets(errs: _Errors, value: Any) -> Targets | None:
+    obj = _mapping(errs, "targets", value) if value is not None else None
+    if value is None:
+        errs.add("targets", "is required (at least one of: " + ", ".join(_TARGET_KEYS) + ")")
+        return None
+    if obj is None:
+        return None
+    _unknown_keys(errs, "targets", obj, _TARGET_KEYS)
+    before = len(errs.by_path)
+    vals = {k: _opt_positive(errs, "targets", obj, k) for k in _TARGET_KEYS}
+    if len(errs.by_path) != before:
+        return None
+    if all(v is None for v in vals.values()):
+        errs.add("targets", "set at least one of: " + ", ".join(_TARGET_KEYS))
+        return None
+    return Targets(**vals)
+
+
+def _constraints(errs: _Errors, value: Any) -> Constraints | None:
+    if value is None:
+        return Constraints()
+    obj = _mapping(errs, "constraints", value)
+    if obj is None:
+        return None
+    _unknown_keys(errs, "constraints", obj, _CONSTRAINT_KEYS)
+    before = len(errs.by_path)
+    capex = _opt_positive(errs, "constraints", obj, "max_capex_usd")
+    power = _opt_positive(errs, "constraints", obj, "max_power_w")
+    per_node = nodes = None
+    if obj.get("max_devices_per_node") is not None:
+        per_node = _int(
+            errs,
+            "constraints.max_devices_per_node",
+            obj["max_devices_per_node"],
+            minimum=1,
+            maximum=1024,
+        )
+    if obj.get("max_nodes") is not None:
+        nodes = _int(errs, "constraints.max_nodes", obj["max_nodes"], minimum=1, maximum=1024)
+        if per_node is None and "max_devices_per_node" not in obj:
+            errs.add("constraints.max_nodes", "needs max_devices_per_node (devices in one node)")
+    if len(errs.by_path) != before:
+        return None
+    return Constraints(capex, power, per_node, nodes)
+
+
+def _search(errs: _Errors, value: Any) -> SearchOptions | None:
+    if value is None:
+        return SearchOptions()
+    obj = _mapping(errs, "search", value)
+    if obj is None:
+        return None
+    _unknown_keys(errs, "search", obj, _SEARCH_KEYS)
+    d = SearchOptions()
+    before = len(errs.by_path)
+    conf: int | None = d.max_confirmations
+    if "max_confirmations" in obj:
+        conf = _int(
+            errs,
+            "search.max_confirmations",
+            obj["max_confirmations"],
+            minimum=1,
+            maximum=MAX_CONFIRMATIONS,
+        )
+    rnd: int | None = d.round_size
+    if "round_size" in obj:
+        rnd = _int(errs, "search.round_size", obj["round_size"], minimum=1, maximum=MAX_ROUND_SIZE)
+    sens = d.sensitivity
+    if "sensitivity" in obj:
+        sens = obj["sensitivity"]
+        if not isinstance(sens, bool):
+            errs.add("search.sensitivity", f"must be true or false, got {_type_name(sens)}")
+    factor: float | None = d.max_load_factor
+    if "max_load_factor" in obj:
+        factor = _positive(
+            errs, "search.max_load_factor", obj["max_load_factor"], maximum=MAX_LOAD_FACTOR
+        )
+        if factor is not None and factor <= 1.0:
+            errs.add("search.max_load_factor", "must be greater than 1")
+    tol: float | None = d.load_tolerance
+    if "load_tolerance" in obj:
+        tol = _positive(errs, "search.load_tolerance", obj["load_tolerance"], maximum=0.5)
+        if tol is not None and tol < 1e-4:
+            errs.add("search.load_tolerance", "must be at least 0.0001")
+    pareto: float | None = d.pareto_tolerance
+    if "pareto_tolerance" in obj:
+        raw = obj["pareto_tolerance"]
+        if raw == 0 and not isinstance(raw, bool):
+            pareto = 0.0
+        else:
+            pareto = _positive(errs, "search.pareto_tolerance", raw, maximum=0.5)
+    if len(errs.by_path) != before:
+        return None
+    assert conf is not None and rnd is not None and factor is not None and tol is not None
+    assert pareto is not None
+    return SearchOptions(conf, rnd, bool(sens), factor, tol, pareto)
+
+
+def _device_entries(
+    errs: _Errors, value: Any, catalog: Catalog
+) -> tuple[list[DeviceChoice], dict[str, list[int]]]:
+    path = "space.devices"
+    entries = _list(errs, path, value, minimum=1, maximum=MAX_DEVICE_ENTRIES)
+    out: list[DeviceChoice] = []
+    by_slug: dict[str, list[int]] = {}
+    seen: set[tuple[str, str]] = set()
+    for i, raw in enumerate(entries or ()):
+        p = f"{path}[{i}]"
+        obj = _mapping(errs, p, raw)
+        if obj is None:
+            continue
+        _unknown_keys(errs, p, obj, _DEVICE_KEYS)
+        slug = _str(errs, _key(p, "device"), obj.get("device"), max_len=64)
+        device = catalog.devices.get(slug) if slug is not None else None
+        if slug is not None and device is None:
+            errs.add(_key(p, "device"), f"unknown device {slug!r}")
+        if device is not None and device.price_usd is None:
+            errs.add(
+                _key(p, "device"),
+                f"{slug!r} has no price in the catalog; the planner minimises capital cost, "
+                "so every searched device needs price_usd",
+            )
+            device = None
+        if device is not None and device.kind is DeviceKind.SOC:
+            errs.add(_key(p, "device"), f"{slug!r} is a SoC; search its components instead")
+            device = None
+        lo = _int(errs, _key(p, "min_count"), obj.get("min_count", 1), minimum=1, maximum=MAX_COUNT)
+        hi = _int(errs, _key(p, "max_count"), obj.get("max_count"), minimum=1, maximum=MAX_COUNT)
+        if lo is not None and hi is not None and lo > hi:
+            errs.add(_key(p, "max_count"), "must not be below min_count")
+        runtime: RuntimeProfile | None = None
+        named = obj.get("runtime") is not None
+        if named:
+            rt_slug = _str(errs, _key(p, "runtime"), obj["runtime"], max_len=64)
+            if rt_slug is not None:
+                runtime = catalog.runtimes.get(rt_slug)
+                if runtime is None:
+                    errs.add(_key(p, "runtime"), f"unknown runtime profile {rt_slug!r}")
+                elif device is not None and runtime.device_kind is not device.kind:
+                    errs.add(
+                        _key(p, "runtime"),
+                        f"runtime {rt_slug!r} is for {runtime.device_kind.value} devices, "
+                        f"not {device.kind.value} ({device.slug})",
+                    )
+                    runtime = None
+        elif device is not None:
+            default = catalog.default_runtimes.get(device.kind)
+            if default is None or default not in catalog.runtimes:
+                errs.add(
+                    _key(p, "runtime"),
+                    f"no default runtime profile for {device.kind.value} devices; name one",
+                )
+            else:
+                runtime = catalog.runtimes[default]
+        if device is None or runtime is None or lo is None or hi is None or lo > hi:
+            continue
+        pair = (device.slug, runtime.slug)
+        if pair in seen:
+            errs.add(_key(p, "device"), f"{device.slug} on {runtime.slug} is listed twice")
+            continue
+        seen.add(pair)
+        by_slug.setdefault(device.slug, []).append(len(out))
+        out.append(DeviceChoice(len(out), device, runtime, lo, hi, named))
+    return out, by_slug
+
+
+def _policy_entries(
+    errs: _Errors, value: Any, devices: Sequence[DeviceChoice], by_slug: Mapping[str, list[int]]
+) -> list[PolicyChoice]:
+    path = "space.policies"
+    entries = _list(errs, path, value, minimum=1, maximum=MAX_POLICY_ENTRIES)
+    out: list[PolicyChoice] = []
+    for i, raw in enumerate(entries or ()):
+        p = f"{path}[{i}]"
+        obj = _mapping(errs, p, raw)
+        if obj is None:
+            continue
+        _unknown_keys(errs, p, obj, _POLICY_KEYS)
+        name = _str(errs, _key(p, "policy"), obj.get("policy"), max_len=64)
+        if name is None:
+            continue
+        try:
+            cls = get_policy(name)
+        except UnknownPolicyError as exc:
+            errs.add(_key(p, "policy"), str(exc))
+            continue
+        if name not in SCREENED_POLICIES:
+            errs.add(
+                _key(p, "policy"),
+                f"the planner has no analytic screen for policy {name!r} yet "
+                f"(supported: {', '.join(SCREENED_POLICIES)})",
+            )
+            continue
+        before = len(errs.by_path)
+        declared = {o.name: o for o in cls.options}
+        options: list[tuple[str, tuple[Any, ...]]] = []
+        raw_opts = obj.get("options", {})
+        opts = _mapping(errs, _key(p, "options"), raw_opts)
+        for key, vals in (opts or {}).items():
+            op = _key(_key(p, "options"), str(key))
+            spec = declared.get(key)
+            if spec is None:
+                errs.add(
+                    op,
+                    f"unknown option for policy {name!r} (known: {', '.join(declared) or 'none'})",
+                )
+                continue
+            if not isinstance(vals, list | tuple):
+                vals = [vals]
+            if not vals:
+                errs.add(op, "must list at least one value")
+                continue
+            if len(vals) > MAX_OPTION_VALUES:
+                errs.add(op, f"must list at most {MAX_OPTION_VALUES} values")
+                continue
+            checked: list[Any] = []
+            for j, v in enumerate(vals):
+                try:
+                    checked.append(spec.validate(v, f"{op}[{j}]"))
+                except Exception as exc:  # SpecError from OptionSpec.validate
+                    errs.add(getattr(exc, "field", f"{op}[{j}]"), getattr(exc, "message", str(exc)))
+            uniq = tuple(dict.fromkeys(checked))
+            options.append((str(key), uniq))
+        allowed = list(range(len(devices)))
+        if obj.get("devices") is not None:
+            dp = _key(p, "devices")
+            slugs = _list(errs, dp, obj["devices"], minimum=1, maximum=MAX_DEVICE_ENTRIES)
+            allowed = []
+            for j, s in enumerate(slugs or ()):
+                slug = _str(errs, f"{dp}[{j}]", s, max_len=64)
+                if slug is None:
+                    continue
+                idx = by_slug.get(slug)
+                if idx is None:
+                    errs.add(f"{dp}[{j}]", f"{slug!r} is not one of space.devices")
+                    continue
+                allowed.extend(k for k in idx if k not in allowed)
+        if len(errs.by_path) != before:
+            continue
+        for role in cls.roles:
+            eligible = [
+                k for k in allowed if not role.kinds or devices[k].device.kind.value in role.kinds
+            ]
+            if role.required and not eligible:
+                kinds = ", ".join(role.kinds) or "any"
+                errs.add(
+                    _key(p, "devices") if obj.get("devices") is not None else "space.devices",
+                    f"policy {name!r} needs a device for its role {role.name!r} "
+                    f"({kinds}); none of the listed devices can play it",
+                )
+        out.append(PolicyChoice(len(out), name, tuple(sorted(options)), tuple(sorted(allowed))))
+    return out
+
+
+def count_configurations(devices: Sequence[DeviceChoice], policies: Sequence[PolicyChoice]) -> int:
+    """How many configurations the space describes (before constraints)."""
+    total = 0
+    for pol in policies:
+        cls = get_policy(pol.policy)
+        n_opts = math.prod(len(v) for _, v in pol.options)
+        per_roles = 1
+        for role in cls.roles:
+            eligible = [
+                devices[k]
+                for k in pol.devices
+                if not role.kinds or devices[k].device.kind.value in role.kinds
+            ]
+            n = sum(d.max_count - d.min_count + 1 for d in eligible)
+            per_roles *= n + (0 if role.required else 1)
+        if not any(r.required for r in cls.roles):
+            per_roles -= 1  # the assignment with no device at all
+        total += n_opts * max(per_roles, 0)
+    return total
+
+
+def parse_plan(
+    doc: Mapping[str, Any],
+    catalog: Catalog,
+    *,
+    traces: Mapping[str, TraceData] | None = None,
+    trace_dir: str | Path | None = None,
+    trace_loader: TraceLoader | None = None,
+) -> PlanSpec:
+    """Validate a plan document against ``catalog`` and return the resolved plan.
+
+    Traces resolve as in :func:`~simulations.core.scenario.parse_scenario` (``traces`` by
+    name; with ``trace_dir`` also CSV paths relative to it). Raises ScenarioValidationError
+    with every problem found, keyed by JSON path.
+    """
+    errs = _Errors()
+    if not isinstance(doc, Mapping):
+        errs.add(ROOT, f"must be a JSON object, got {_type_name(doc)}")
+        raise ScenarioValidationError(errs.by_path)
+    _unknown_keys(errs, "", doc, _TOP_KEYS)
+    name = _str(errs, "name", doc.get("name"))
+    description = _str(errs, "description", doc.get("description"), required=False, max_len=2000)
+    model: ModelSpec | None = None
+    model_slug = _str(errs, "model", doc.get("model"))
+    if model_slug is not None:
+        model = catalog.models.get(model_slug)
+        if model is None:
+            errs.add("model", f"unknown model {model_slug!r}")
+    workload = _workload(
+        errs,
+        doc.get("workload"),
+        traces or {},
+        Path(trace_dir) if trace_dir is not None else None,
+        trace_loader,
+    )
+    if workload is not None and workload.requests > MAX_PLAN_REQUESTS:
+        errs.add(
+            "workload.requests",
+            f"must be at most {MAX_PLAN_REQUESTS} for a plan (every confirmed configuration "
+            "simulates all of them)",
+        )
+    targets = _targets(errs, doc.get("targets"))
+    devices: list[DeviceChoice] = []
+    policies: list[PolicyChoice] = []
+    space = doc.get("space")
+    if space is None:
+        errs.add("space", "is required")
+    else:
+        obj = _mapping(errs, "space", space)
+        if obj is not None:
+            _unknown_keys(errs, "space", obj, _SPACE_KEYS)
+            devices, by_slug = _device_entries(errs, obj.get("devices"), catalog)
+            policies = _policy_entries(errs, obj.get("policies"), devices, by_slug)
+    constraints = _constraints(errs, doc.get("constraints"))
+    search = _search(errs, doc.get("search"))
+    if not errs and devices and policies:
+        n = count_configurations(devices, policies)
+        if n > MAX_CONFIGS:
+            errs.add("space", f"describes {n} configurations; at most {MAX_CONFIGS} are allowed")
+        elif n == 0:
+            errs.add("space", "describes no configuration")
+    if errs:
+        raise ScenarioValidationError(errs.by_path)
+    assert name is not None and model is not None and workload is not None
+    assert targets is not None and constraints is not None and search is not None
+    return PlanSpec(
+        name=name,
+        model=model,
+        workload=workload,
+        targets=targets,
+        devices=tuple(devices),
+        policies=tuple(policies),
+        constraints=constraints,
+        search=search,
+        description=description or "",
+    )
+
+
+def trace_names(doc: Any) -> set[str]:
+    """Trace names a plan document refers to (so a caller loads just those); never raises."""
+    from simulations.core.scenario import workload_trace_names
+
+    return workload_trace_names(doc.get("workload") if isinstance(doc, Mapping) else None)
+
+
+__all__ = [
+    "MAX_CONFIGS",
+    "MAX_PLAN_REQUESTS",
+    "Constraints",
+    "DeviceChoice",
+    "PlanSpec",
+    "PolicyChoice",
+    "SearchOptions",
+    "Targets",
+    "count_configurations",
+    "parse_plan",
+    "trace_names",
+]
