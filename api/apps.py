@@ -8,3 +8,7 @@ class ApiConfig(AppConfig):
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "api"
+
+    def ready(self) -> None:
+        # Registers the OpenAPI extension of the token authentication.
+        from api import schema  # noqa: F401

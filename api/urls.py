@@ -1,8 +1,28 @@
-"""API routes (filled in by the REST API work, issue #8)."""
+"""API routes under /api/: the catalog, workloads, scenarios, runs, sweeps, policies, API
+tokens, the OpenAPI schema (/api/schema/) and Swagger UI (/api/docs/)."""
 
-from django.urls import path
-from drf_spectacular.views import SpectacularAPIView
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from api import views
+
+router = DefaultRouter()
+router.register("devices", views.DeviceViewSet, basename="device")
+router.register("runtimes", views.RuntimeProfileViewSet, basename="runtime")
+router.register("models", views.LLMModelViewSet, basename="llmmodel")
+router.register("traces", views.TraceViewSet, basename="trace")
+router.register("workloads", views.WorkloadViewSet, basename="workload")
+router.register("scenarios", views.ScenarioViewSet, basename="scenario")
+router.register("runs", views.RunViewSet, basename="run")
+router.register("sweeps", views.SweepViewSet, basename="sweep")
+router.register("policies", views.PolicyViewSet, basename="policy")
+router.register("auth/tokens", views.ApiTokenViewSet, basename="apitoken")
+
+app_name = "api"
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("", include(router.urls)),
 ]

@@ -9,3 +9,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hetplanner.settings.local")
 app = Celery("hetplanner")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Sweep tasks (issue 8) live in a sub-package of the simulations app.
+app.autodiscover_tasks(["simulations.sweeps"])

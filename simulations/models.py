@@ -886,3 +886,7 @@ class RunEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} (attempt {self.attempt})"
+
+
+# Sweep rows (issue 8) live in their own module; importing them registers them with this app.
+from simulations.sweeps.models import Sweep, SweepChunk, SweepResult  # noqa: E402, F401

@@ -184,7 +184,8 @@ def run_simulation(self: Any, run_id: int, resume_attempt: int | None = None) ->
         services.run_mark_failed(run_id, claim.attempt, _describe(exc))
         return "failed"
     except SoftTimeLimitExceeded:
-        limit = settings.CELERY_TASK_SOFT_TIME_LIMIT
+        # A message may carry its own limits (hard, soft); else the settings' soft limit.
+        limit = (self.request.timelimit or (None, None))[1] or settings.CELERY_TASK_SOFT_TIME_LIMIT
         services.run_mark_failed(run_id, claim.attempt, f"exceeded the time limit of {limit} s")
         return "failed"
     except TRANSIENT_ERRORS as exc:

@@ -193,3 +193,85 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
 }
+
+# --- REST API, quotas and sweeps (issue 8; README "REST API" lists these) -----------------
+INSTALLED_APPS += ["drf_spectacular_sidecar"]  # Swagger UI served from our own static files
+
+# Per-user request rates (DRF rate strings: N/second|minute|hour|day). ``run_submit`` and
+# ``sweep_submit`` limit POSTs that queue work; ``upload`` trace uploads and HF imports;
+# ``token`` token creation; ``user`` every authenticated request; ``anon`` the rest.
+HETPLANNER_API_THROTTLE_RATES = {
+    "user": env("HETPLANNER_THROTTLE_USER", default="3000/min"),
+    "anon": env("HETPLANNER_THROTTLE_ANON", default="60/min"),
+    "run_submit": env("HETPLANNER_THROTTLE_RUN_SUBMIT", default="30/min"),
+    "sweep_submit": env("HETPLANNER_THROTTLE_SWEEP_SUBMIT", default="10/min"),
+    "upload": env("HETPLANNER_THROTTLE_UPLOAD", default="30/min"),
+    "token": env("HETPLANNER_THROTTLE_TOKEN", default="10/min"),
+}
+# Quotas: runs and sweeps a user may have queued or running at once.
+HETPLANNER_MAX_ACTIVE_RUNS_PER_USER = env.int("HETPLANNER_MAX_ACTIVE_RUNS_PER_USER", default=20)
+HETPLANNER_MAX_ACTIVE_SWEEPS_PER_USER = env.int("HETPLANNER_MAX_ACTIVE_SWEEPS_PER_USER", default=3)
+# Configurations one sweep may expand to (checked before anything is queued), and how many
+# configurations one chunk task simulates.
+HETPLANNER_SWEEP_MAX_CONFIGS = env.int("HETPLANNER_SWEEP_MAX_CONFIGS", default=10_000)
+HETPLANNER_SWEEP_CHUNK_SIZE = env.int("HETPLANNER_SWEEP_CHUNK_SIZE", default=25)
+# API tokens a user may hold at once.
+HETPLANNER_MAX_TOKENS_PER_USER = env.int("HETPLANNER_MAX_TOKENS_PER_USER", default=20)
+# Largest request body (JSON or form) Django reads, bytes; trace files upload as multipart
+# files and are capped by MAX_TRACE_BYTES in the services instead.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("HETPLANNER_MAX_BODY_BYTES", default=2 * 1024 * 1024)
+
+CELERY_BEAT_SCHEDULE["reconcile-sweeps"] = {
+    "task": "simulations.reconcile_sweeps",
+    "schedule": HETPLANNER_RECONCILE_INTERVAL_S,
+    "options": {"expires": HETPLANNER_RECONCILE_INTERVAL_S},
+}
+
+REST_FRAMEWORK.update(
+    {
+        "DEFAULT_AUTHENTICATION_CLASSES": [
+            "rest_framework.authentication.SessionAuthentication",
+            "api.authentication.ApiTokenAuthentication",
+        ],
+        "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
+        "DEFAULT_FILTER_BACKENDS": [
+            "django_filters.rest_framework.DjangoFilterBackend",
+            "rest_framework.filters.OrderingFilter",
+        ],
+        "DEFAULT_THROTTLE_CLASSES": ["api.throttles.UserRateThrottle"],
+        "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+        "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
+        "NON_FIELD_ERRORS_KEY": "non_field_errors",
+    }
+)
+SPECTACULAR_SETTINGS.update(
+    {
+        "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+        "SWAGGER_UI_DIST": "SIDECAR",
+        "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+        "REDOC_DIST": "SIDECAR",
+        "COMPONENT_SPLIT_REQUEST": True,
+        "ENUM_NAME_OVERRIDES": {
+            "RunStatusEnum": "simulations.choices.RunStatus",
+            "DeviceKindEnum": "simulations.choices.DeviceKind",
+            "PrecisionBitsEnum": "api.serializers.PRECISION_CHOICES",
+        },
+        "POSTPROCESSING_HOOKS": [
+            "drf_spectacular.hooks.postprocess_schema_enums",
+            "api.schema.document_error_responses",
+        ],
+    }
+)
+
+# Throttle counters must be shared by every web process: Redis when configured, else a
+# file cache under var/ (the default local-memory cache is per process).
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if REDIS_URL
+        else {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    )
+}

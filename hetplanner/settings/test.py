@@ -54,3 +54,22 @@ HETPLANNER_QUEUED_STALE_S = env.int("HETPLANNER_QUEUED_STALE_S", default=30)
 HETPLANNER_RECONCILE_INTERVAL_S = env.float("HETPLANNER_RECONCILE_INTERVAL_S", default=1.0)
 CELERY_BEAT_SCHEDULE["reconcile-runs"]["schedule"] = HETPLANNER_RECONCILE_INTERVAL_S  # noqa: F405
 CELERY_BEAT_SCHEDULE["reconcile-runs"]["options"]["expires"] = HETPLANNER_RECONCILE_INTERVAL_S  # noqa: F405
+
+# --- issue 8: API and reliability tests ---------------------------------------------------
+# Throttle counters live in this process (tests reset them); never flush the shared Redis.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": f"hetplanner-test-{HETPLANNER_TEST_SESSION}",
+    }
+}
+if REDIS_URL:
+    # A worker killed outright leaves its message unacknowledged in Redis: restore it soon
+    # after the visibility timeout (2 × the hard limit; workers started by the reliability
+    # tests lower the limits through HETPLANNER_TASK_*_TIME_LIMIT_S) instead of 100 s later.
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(
+        unacked_restore_interval=1, unacked_restore_throttle=1
+    )
+# Test doubles (a policy that kills its worker process, one that spins until the soft time
+# limit) registered in every test worker; their names start with "test-double-".
+CELERY_IMPORTS = [*CELERY_IMPORTS, "tests.integration.worker_doubles"]

@@ -1,0 +1,48 @@
+"""API error responses: every error is JSON with field-level detail where there is a field.
+
+Besides DRF's own exceptions this maps the domain errors the services raise:
+Django ``ValidationError`` (field → messages) and the scenario/sweep validation errors
+(JSON path → messages) to 400, a used-up quota to 429, and deleting a row that others
+still refer to to 409.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import ProtectedError, RestrictedError
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from simulations.core.errors import ScenarioValidationError
+from simulations.sweeps.expand import SweepValidationError
+from simulations.sweeps.services import QuotaExceededError
+
+
+def django_errors(exc: DjangoValidationError) -> dict[str, Any]:
+    """A Django ValidationError as ``{field: [messages]}`` (``non_field_errors`` for the rest)."""
+    if hasattr(exc, "error_dict"):
+        return {
+            ("non_field_errors" if k == "__all__" else k): v for k, v in exc.message_dict.items()
+        }
+    return {"non_field_errors": exc.messages}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler plus the domain errors above."""
+    if isinstance(exc, DjangoValidationError):
+        return Response(django_errors(exc), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, ScenarioValidationError):
+        return Response({"document": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, SweepValidationError):
+        return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, QuotaExceededError):
+        return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+    if isinstance(exc, ProtectedError | RestrictedError):
+        return Response(
+            {"detail": "Still in use: other rows refer to it, so it cannot be deleted."},
+            status=status.HTTP_409_CONFLICT,
+        )
+    return drf_exception_handler(exc, context)

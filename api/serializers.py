@@ -1,0 +1,869 @@
+"""Serializers: request validation (field-level errors, finite bounded numbers, capped lists)
+and the JSON shapes of the API.
+
+Catalog rows are shown and accepted in the catalog-record shape of
+``simulations/core/data`` (spec field names, nested memory tiers and links), so a GET body
+can be PUT back. Writes are validated here for types and bounds, then as core specs
+(:mod:`simulations.core.catalog`), then stored through :mod:`simulations.services`; a
+rejected input stores nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.validators import RegexValidator
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from api.models import ApiToken
+from simulations import selectors
+from simulations.adapters import device_spec, model_spec, runtime_spec
+from simulations.choices import (
+    DeviceKind,
+    FfnKind,
+    LinkKind,
+    MemoryKind,
+)
+from simulations.core import scenario as scenario_rules
+from simulations.core.catalog import device_from_dict, model_from_dict, runtime_from_dict
+from simulations.core.errors import ScenarioValidationError, SpecError
+from simulations.core.spec import MAX_QUANTITY
+from simulations.models import (
+    MAX_MODEL_DIM,
+    PRECISION_BITS,
+    Device,
+    LLMModel,
+    RunEvent,
+    RuntimeProfile,
+    Scenario,
+    SimulationRun,
+    Trace,
+    Workload,
+)
+from simulations.services import MAX_TRACE_BYTES
+from simulations.sweeps.expand import MAX_AXES, MAX_AXIS_VALUES, MAX_PATH_LENGTH
+from simulations.sweeps.models import Sweep, SweepResult
+
+#: Entries of a ``sources`` object, and characters of one source text.
+MAX_SOURCES = 200
+MAX_SOURCE_CHARS = 2000
+#: Characters of free-text notes.
+MAX_NOTES_CHARS = 10_000
+#: Memory tiers of one device.
+MAX_MEMORY_TIERS = 8
+#: NPU static graph shapes of one device.
+MAX_STATIC_SHAPES = 256
+#: Extra fitted parameters of one runtime profile.
+MAX_PARAMS = 64
+
+#: Precisions (bits) a runtime profile may use, as choices.
+PRECISION_CHOICES = [(b, f"{b}-bit") for b in PRECISION_BITS]
+
+SLUG = RegexValidator(
+    r"^[a-z0-9][a-z0-9._-]*\Z",
+    "Use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit.",
+)
+
+
+def _strictly_positive(value: float) -> None:
+    if value is not None and value <= 0:
+        raise serializers.ValidationError("Must be greater than zero.")
+
+
+def quantity(*, required: bool = False, allow_zero: bool = False, **kw: Any) -> Any:
+    """A finite physical quantity in (0, 1e15] (or [0, 1e15]); null allowed unless required."""
+    validators = [] if allow_zero else [_strictly_positive]
+    return serializers.FloatField(
+        required=required,
+        allow_null=not required,
+        min_value=0.0,
+        max_value=MAX_QUANTITY,
+        validators=validators,
+        **kw,
+    )
+
+
+def dimension(*, required: bool = False, maximum: int = MAX_MODEL_DIM, **kw: Any) -> Any:
+    """An integer count or size in [1, maximum]."""
+    return serializers.IntegerField(
+        required=required, allow_null=not required, min_value=1, max_value=maximum, **kw
+    )
+
+
+class SourcesField(serializers.DictField):
+    """Field name → source text (datasheet, paper table or section)."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(
+            child=serializers.CharField(max_length=MAX_SOURCE_CHARS),
+            required=False,
+            **kw,
+        )
+
+    def to_internal_value(self, data: Any) -> dict[str, str]:
+        value = super().to_internal_value(data)
+        if len(value) > MAX_SOURCES:
+            raise serializers.ValidationError(f"At most {MAX_SOURCES} entries.")
+        return value
+
+
+def _spec_error(exc: SpecError) -> serializers.ValidationError:
+    """A core SpecError as a field error keyed by the last part of its path."""
+    key = exc.field.rsplit(".", 1)[-1] or "non_field_errors"
+    key = key.split("[", 1)[0] or "non_field_errors"
+    return serializers.ValidationError({key: [exc.message]})
+
+
+def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+# --- catalog ---------------------------------------------------------------------------------
+
+
+class MemoryTierSerializer(serializers.Serializer):
+    """One memory tier: technology, capacity and peak bandwidth."""
+
+    kind = serializers.ChoiceField(choices=MemoryKind.choices)
+    capacity_gb = quantity(required=True, help_text="Capacity, GB.")
+    bw_gbps = quantity(required=True, help_text="Peak bandwidth, GB/s.")
+
+
+class LinkSerializer(serializers.Serializer):
+    """A host or peer link."""
+
+    kind = serializers.ChoiceField(choices=LinkKind.choices)
+    bw_gbps = quantity(required=True, help_text="Bandwidth per direction, GB/s.")
+    latency_us = quantity(allow_zero=True, help_text="Latency per transfer, µs.")
+    pcie_gen = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=10)
+    lanes = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=256)
+
+
+class CatalogSerializer(serializers.Serializer):
+    """Common behaviour of catalog serializers: slug checks and core-spec validation."""
+
+    model_class: type[Any]
+
+    id = serializers.IntegerField(read_only=True)
+    slug = serializers.CharField(max_length=64, validators=[SLUG])
+    name = serializers.CharField(max_length=200)
+    sources = SourcesField()
+    notes = serializers.CharField(max_length=MAX_NOTES_CHARS, required=False, allow_blank=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
+
+    def validate_slug(self, value: str) -> str:
+        if self.instance is not None and value != self.instance.slug:
+            raise serializers.ValidationError("The slug cannot change (create a new entry).")
+        if self.instance is None and self.model_class.objects.filter(slug=value).exists():
+            raise serializers.ValidationError(f"{value!r} already exists.")
+        return value
+
+    def record(self, attrs: Mapping[str, Any]) -> dict[str, Any]:
+        """The catalog record of the validated attributes (without notes)."""
+        return {k: v for k, v in attrs.items() if k != "notes"}
+
+
+class DeviceSerializer(CatalogSerializer):
+    """A device's datasheet facts in the catalog-record shape."""
+
+    model_class = Device
+
+    kind = serializers.ChoiceField(choices=DeviceKind.choices)
+    vendor = serializers.CharField(max_length=100)
+    parent = serializers.CharField(
+        max_length=64,
+        required=False,
+        allow_null=True,
+        validators=[SLUG],
+        help_text="Slug of the SoC this component belongs to.",
+    )
+    memory = MemoryTierSerializer(many=True, max_length=MAX_MEMORY_TIERS)
+    fp16_tflops = quantity(help_text="Peak dense FP16 tensor compute, TFLOP/s.")
+    bf16_tflops = quantity(help_text="Peak dense BF16 tensor compute, TFLOP/s.")
+    fp32_tflops = quantity(help_text="Peak dense FP32 compute, TFLOP/s.")
+    int8_tops = quantity(help_text="Peak dense INT8 compute, TOP/s.")
+    int4_tops = quantity(help_text="Peak dense INT4 compute, TOP/s.")
+    tdp_w = quantity(required=True, help_text="Thermal design power, W.")
+    idle_w = quantity(required=True, allow_zero=True, help_text="Idle power, W.")
+    typical_w = quantity(help_text="Typical power under load, W.")
+    price_usd = quantity(help_text="List price, US dollars.")
+    host_link = LinkSerializer(required=False, allow_null=True)
+    peer_link = LinkSerializer(required=False, allow_null=True)
+    fpga_clock_mhz = quantity(help_text="FPGA kernel clock, MHz.")
+    fpga_hbm_channels = dimension(help_text="HBM pseudo-channels used (count).")
+    fpga_issue_cycles = quantity(help_text="Instruction-issue overhead, cycles.")
+    npu_array_rows = dimension(help_text="Systolic array rows.")
+    npu_array_cols = dimension(help_text="Systolic array columns.")
+    npu_static_shapes = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_MODEL_DIM),
+        required=False,
+        max_length=MAX_STATIC_SHAPES,
+    )
+    cpu_cores = dimension(help_text="Physical cores.")
+    cpu_simd_width_bits = dimension(help_text="SIMD width, bits.")
+    cpu_clock_ghz = quantity(help_text="Base clock, GHz.")
+
+    def to_representation(self, instance: Device) -> dict[str, Any]:
+        spec = device_spec(instance)
+        out: dict[str, Any] = {
+            "id": instance.pk,
+            "slug": spec.slug,
+            "name": spec.name,
+            "kind": spec.kind.value,
+            "vendor": spec.vendor,
+            "parent": spec.parent,
+            "memory": [
+                {"kind": t.kind.value, "capacity_gb": t.capacity_gb, "bw_gbps": t.bw_gbps}
+                for t in spec.memory
+            ],
+        }
+        for name in (
+            "fp16_tflops",
+            "bf16_tflops",
+            "fp32_tflops",
+            "int8_tops",
+            "int4_tops",
+            "tdp_w",
+            "idle_w",
+            "typical_w",
+            "price_usd",
+        ):
+            out[name] = getattr(spec, name)
+        for name in ("host_link", "peer_link"):
+            link = getattr(spec, name)
+            out[name] = (
+                None
+                if link is None
+                else {
+                    "kind": link.kind.value,
+                    "bw_gbps": link.bw_gbps,
+                    "latency_us": link.latency_us,
+                    "pcie_gen": link.pcie_gen,
+                    "lanes": link.lanes,
+                }
+            )
+        for name in (
+            "fpga_clock_mhz",
+            "fpga_hbm_channels",
+            "fpga_issue_cycles",
+            "npu_array_rows",
+            "npu_array_cols",
+            "cpu_cores",
+            "cpu_simd_width_bits",
+            "cpu_clock_ghz",
+        ):
+            out[name] = getattr(spec, name)
+        out["npu_static_shapes"] = list(spec.npu_static_shapes)
+        out["sources"] = dict(spec.sources)
+        out["notes"] = instance.notes
+        out["created_at"] = serializers.DateTimeField().to_representation(instance.created_at)
+        out["updated_at"] = serializers.DateTimeField().to_representation(instance.updated_at)
+        return out
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        record = _drop_none(self.record(attrs))
+        record["memory"] = [dict(t) for t in attrs.get("memory", [])]
+        for name in ("host_link", "peer_link"):
+            if attrs.get(name) is not None:
+                record[name] = _drop_none(dict(attrs[name]))
+        try:
+            attrs["spec"] = device_from_dict(record)
+        except SpecError as exc:
+            raise _spec_error(exc) from exc
+        except (TypeError, ValueError) as exc:
+            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
+        return attrs
+
+    def save(self, **kwargs: Any) -> Device:
+        from simulations.services import device_save
+
+        self.instance = device_save(
+            self.validated_data["spec"], notes=self.validated_data.get("notes", "")
+        )
+        return self.instance
+
+
+class RuntimeProfileSerializer(CatalogSerializer):
+    """A software stack's fitted behaviour on one kind of device."""
+
+    model_class = RuntimeProfile
+
+    device_kind = serializers.ChoiceField(choices=DeviceKind.choices)
+    weight_bits = serializers.ChoiceField(choices=PRECISION_CHOICES)
+    act_bits = serializers.ChoiceField(choices=PRECISION_CHOICES)
+    kv_bits = serializers.ChoiceField(choices=PRECISION_CHOICES)
+    compute_eff = serializers.FloatField(
+        min_value=0.0, max_value=1.0, validators=[_strictly_positive], help_text="(0, 1]."
+    )
+    bw_eff = serializers.FloatField(
+        min_value=0.0, max_value=1.0, validators=[_strictly_positive], help_text="(0, 1]."
+    )
+    kernel_launch_us = serializers.FloatField(
+        required=False, min_value=0.0, max_value=MAX_QUANTITY, help_text="µs per kernel."
+    )
+    kernels_per_layer = serializers.IntegerField(required=False, min_value=0, max_value=10**6)
+    params = serializers.DictField(
+        child=serializers.FloatField(min_value=-MAX_QUANTITY, max_value=MAX_QUANTITY),
+        required=False,
+        help_text="Extra fitted parameters: name → number.",
+    )
+    default_for_kind = serializers.BooleanField(required=False)
+
+    def to_representation(self, instance: RuntimeProfile) -> dict[str, Any]:
+        spec = runtime_spec(instance)
+        dt = serializers.DateTimeField()
+        return {
+            "id": instance.pk,
+            "slug": spec.slug,
+            "name": spec.name,
+            "device_kind": spec.device_kind.value,
+            "weight_bits": spec.weight_bits,
+            "act_bits": spec.act_bits,
+            "kv_bits": spec.kv_bits,
+            "compute_eff": spec.compute_eff,
+            "bw_eff": spec.bw_eff,
+            "kernel_launch_us": spec.kernel_launch_us,
+            "kernels_per_layer": spec.kernels_per_layer,
+            "params": dict(spec.params),
+            "default_for_kind": instance.default_for_kind,
+            "sources": dict(spec.sources),
+            "notes": instance.notes,
+            "created_at": dt.to_representation(instance.created_at),
+            "updated_at": dt.to_representation(instance.updated_at),
+        }
+
+    def validate_params(self, value: dict[str, float]) -> dict[str, float]:
+        if len(value) > MAX_PARAMS:
+            raise serializers.ValidationError(f"At most {MAX_PARAMS} parameters.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        record = self.record(attrs)
+        record.pop("default_for_kind", None)
+        try:
+            attrs["spec"] = runtime_from_dict(record)
+        except SpecError as exc:
+            raise _spec_error(exc) from exc
+        except (TypeError, ValueError) as exc:
+            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
+        return attrs
+
+    def save(self, **kwargs: Any) -> RuntimeProfile:
+        from simulations.services import runtime_save
+
+        self.instance = runtime_save(
+            self.validated_data["spec"],
+            default_for_kind=self.validated_data.get("default_for_kind", False),
+            notes=self.validated_data.get("notes", ""),
+        )
+        return self.instance
+
+
+class LLMModelSerializer(CatalogSerializer):
+    """The shapes of a decoder-only LLM."""
+
+    model_class = LLMModel
+
+    n_layers = dimension(required=True)
+    hidden_size = dimension(required=True)
+    n_heads = dimension(required=True)
+    n_kv_heads = dimension(required=True)
+    head_dim = dimension(required=True)
+    ffn_size = dimension(required=True)
+    ffn_kind = serializers.ChoiceField(choices=FfnKind.choices)
+    vocab_size = dimension(required=True)
+    tied_embeddings = serializers.BooleanField(required=False)
+    max_context = dimension(required=False)
+
+    def to_representation(self, instance: LLMModel) -> dict[str, Any]:
+        spec = model_spec(instance)
+        dt = serializers.DateTimeField()
+        out: dict[str, Any] = {"id": instance.pk}
+        for name in (
+            "slug",
+            "name",
+            "n_layers",
+            "hidden_size",
+            "n_heads",
+            "n_kv_heads",
+            "head_dim",
+            "ffn_size",
+        ):
+            out[name] = getattr(spec, name)
+        out.update(
+            ffn_kind=spec.ffn_kind.value,
+            vocab_size=spec.vocab_size,
+            tied_embeddings=spec.tied_embeddings,
+            max_context=spec.max_context,
+            sources=dict(spec.sources),
+            notes=instance.notes,
+            created_at=dt.to_representation(instance.created_at),
+            updated_at=dt.to_representation(instance.updated_at),
+        )
+        return out
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        record = _drop_none(self.record(attrs))
+        try:
+            attrs["spec"] = model_from_dict(record)
+        except SpecError as exc:
+            raise _spec_error(exc) from exc
+        except (TypeError, ValueError) as exc:
+            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
+        return attrs
+
+    def save(self, **kwargs: Any) -> LLMModel:
+        from simulations.services import model_save
+
+        self.instance = model_save(
+            self.validated_data["spec"], notes=self.validated_data.get("notes", "")
+        )
+        return self.instance
+
+
+class HfImportSerializer(serializers.Serializer):
+    """A Hugging Face ``config.json`` (as a JSON object) to import as a model."""
+
+    slug = serializers.CharField(max_length=64, validators=[SLUG])
+    name = serializers.CharField(max_length=200)
+    config = serializers.DictField(help_text="The config.json object.")
+
+    def validate_config(self, value: dict[str, Any]) -> dict[str, Any]:
+        if len(value) > 500:
+            raise serializers.ValidationError("At most 500 keys.")
+        return value
+
+
+# --- traces and workloads --------------------------------------------------------------------
+
+
+class TraceSerializer(serializers.ModelSerializer):
+    """An uploaded trace's summary (the parsed columns are not listed)."""
+
+    uploaded_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Trace
+        fields = (
+            "id",
+            "slug",
+            "name",
+            "source",
+            "request_count",
+            "duration_s",
+            "uploaded_by",
+            "created_at",
+        )
+        read_only_fields = fields
+
+
+class TraceUploadSerializer(serializers.Serializer):
+    """An Azure-format trace: a CSV ``file`` (multipart) or its ``text`` (JSON)."""
+
+    slug = serializers.CharField(max_length=64, validators=[SLUG])
+    name = serializers.CharField(max_length=200)
+    source = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+    file = serializers.FileField(required=False, help_text="The CSV file (multipart upload).")
+    text = serializers.CharField(
+        required=False,
+        max_length=MAX_TRACE_BYTES,
+        trim_whitespace=False,
+        help_text="The CSV text (TIMESTAMP,ContextTokens,GeneratedTokens).",
+    )
+
+    def validate_slug(self, value: str) -> str:
+        if Trace.objects.filter(slug=value).exists():
+            raise serializers.ValidationError(f"{value!r} already exists.")
+        return value
+
+    def validate_file(self, value: Any) -> Any:
+        if value is not None and value.size > MAX_TRACE_BYTES:
+            raise serializers.ValidationError(f"At most {MAX_TRACE_BYTES} bytes.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("file" in attrs) == ("text" in attrs):
+            raise serializers.ValidationError({"file": ["Send either a file or text (one)."]})
+        return attrs
+
+
+class WorkloadSerializer(serializers.ModelSerializer):
+    """A reusable workload (owned; shared ones are read-only to others)."""
+
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    trace = serializers.SlugRelatedField(
+        slug_field="slug", queryset=Trace.objects.all(), required=False, allow_null=True
+    )
+    input_tokens = serializers.JSONField(
+        help_text='Tokens: an integer or a distribution object ({"dist": "uniform", ...}).'
+    )
+    output_tokens = serializers.JSONField(help_text="Tokens: an integer or a distribution object.")
+    rate_per_s = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0.0,
+        max_value=scenario_rules.MAX_RATE_PER_S,
+        validators=[_strictly_positive],
+    )
+    time_scale = serializers.FloatField(
+        required=False,
+        min_value=0.0,
+        max_value=scenario_rules.MAX_TIME_SCALE,
+        validators=[_strictly_positive],
+    )
+    requests = serializers.IntegerField(min_value=1, max_value=scenario_rules.MAX_REQUESTS)
+    seed = serializers.IntegerField(required=False, min_value=0, max_value=scenario_rules.MAX_SEED)
+
+    class Meta:
+        model = Workload
+        fields = (
+            "id",
+            "name",
+            "shared",
+            "owner",
+            "requests",
+            "input_tokens",
+            "output_tokens",
+            "arrival_kind",
+            "rate_per_s",
+            "time_scale",
+            "trace",
+            "seed",
+            "created_at",
+            "updated_at",
+        )
+        read_only_fields = ("id", "owner", "created_at", "updated_at")
+        # Uniqueness per owner is checked in validate_name (the owner is not in the input).
+        validators: list[Any] = []
+
+    def validate_name(self, value: str) -> str:
+        owner = self.context["request"].user
+        clash = Workload.objects.filter(owner=owner, name=value)
+        if self.instance is not None:
+            clash = clash.exclude(pk=self.instance.pk)
+        if clash.exists():
+            raise serializers.ValidationError("You already have a workload with this name.")
+        return value
+
+    @staticmethod
+    def _workload_errors(exc: ScenarioValidationError) -> serializers.ValidationError:
+        """``workload.input_tokens.low`` → ``input_tokens``; arrival paths → their column."""
+        errors: dict[str, list[str]] = {}
+        for path, messages in exc.errors.items():
+            parts = path.split(".")
+            key = parts[1] if len(parts) > 1 else "non_field_errors"
+            if key == "arrival":
+                key = {"kind": "arrival_kind", "trace": "trace"}.get(
+                    parts[2] if len(parts) > 2 else "kind", parts[2] if len(parts) > 2 else key
+                )
+            errors.setdefault(key, []).extend(f"{path}: {m}" for m in messages)
+        return serializers.ValidationError(errors)
+
+    def create(self, validated_data: dict[str, Any]) -> Workload:
+        from simulations.services import workload_create
+
+        try:
+            return workload_create(owner=self.context["request"].user, **validated_data)
+        except ScenarioValidationError as exc:
+            raise self._workload_errors(exc) from exc
+
+    def update(self, instance: Workload, validated_data: dict[str, Any]) -> Workload:
+        from simulations.services import workload_validate
+
+        for key, value in validated_data.items():
+            setattr(instance, key, value)
+        instance.full_clean()
+        try:
+            workload_validate(instance)
+        except ScenarioValidationError as exc:
+            raise self._workload_errors(exc) from exc
+        instance.save()
+        return instance
+
+
+# --- scenarios and runs ----------------------------------------------------------------------
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": True,
+        "description": "A scenario document (DESIGN.md §3): name, model, workload, systems, slo.",
+    }
+)
+class DocumentField(serializers.JSONField):
+    """A JSON object (the scenario document); anything else is rejected."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Must be a JSON object (a scenario document).")
+        return value
+
+
+class ScenarioSerializer(serializers.ModelSerializer):
+    """A validated scenario document; ``name`` comes from the document."""
+
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    document = DocumentField()
+    is_owner = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Scenario
+        fields = (
+            "id",
+            "name",
+            "document",
+            "shared",
+            "owner",
+            "is_owner",
+            "created_at",
+            "updated_at",
+        )
+        read_only_fields = ("id", "name", "owner", "is_owner", "created_at", "updated_at")
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_is_owner(self, obj: Scenario) -> bool:
+        request = self.context.get("request")
+        return bool(request and obj.owner_id == request.user.pk)
+
+    def create(self, validated_data: dict[str, Any]) -> Scenario:
+        from simulations.services import scenario_create
+
+        return scenario_create(
+            owner=self.context["request"].user,
+            document=validated_data["document"],
+            shared=validated_data.get("shared", False),
+        )
+
+    def update(self, instance: Scenario, validated_data: dict[str, Any]) -> Scenario:
+        from simulations.services import scenario_update
+
+        return scenario_update(
+            scenario=instance,
+            document=validated_data.get("document"),
+            shared=validated_data.get("shared"),
+        )
+
+
+class RunEventSerializer(serializers.ModelSerializer):
+    """One lifecycle event of a run."""
+
+    class Meta:
+        model = RunEvent
+        fields = ("kind", "attempt", "message", "at")
+        read_only_fields = fields
+
+
+class VisibleScenarioField(serializers.PrimaryKeyRelatedField):
+    """A scenario the requesting user may read (own or shared); others look nonexistent."""
+
+    def get_queryset(self) -> Any:
+        return selectors.scenarios_visible_to(self.context["request"].user)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """A run: lifecycle state, progress, timestamps (the result has its own endpoint)."""
+
+    scenario = VisibleScenarioField()
+    scenario_name = serializers.CharField(source="scenario.name", read_only=True)
+
+    class Meta:
+        model = SimulationRun
+        fields = (
+            "id",
+            "scenario",
+            "scenario_name",
+            "status",
+            "progress",
+            "attempts",
+            "error",
+            "created_at",
+            "enqueued_at",
+            "started_at",
+            "heartbeat_at",
+            "finished_at",
+        )
+        read_only_fields = tuple(f for f in fields if f != "scenario")
+
+
+class RunDetailSerializer(RunSerializer):
+    """A run with its document and lifecycle events."""
+
+    document = serializers.JSONField(read_only=True)
+    events = RunEventSerializer(many=True, read_only=True)
+
+    class Meta(RunSerializer.Meta):
+        fields = (*RunSerializer.Meta.fields, "document", "events")
+        read_only_fields = fields
+
+
+class RunResultSerializer(serializers.Serializer):
+    """The result document (DESIGN.md §4) of a succeeded run."""
+
+    run = serializers.IntegerField()
+    result = serializers.DictField(help_text="The result document.")
+
+
+# --- policies --------------------------------------------------------------------------------
+
+
+class PolicyRoleSerializer(serializers.Serializer):
+    """A device role a policy understands."""
+
+    name = serializers.CharField()
+    help = serializers.CharField()
+    kinds = serializers.ListField(child=serializers.CharField())
+    required = serializers.BooleanField()
+
+
+class PolicyOptionSerializer(serializers.Serializer):
+    """An option a policy accepts, with its type, default and bounds."""
+
+    name = serializers.CharField()
+    type = serializers.CharField()
+    default = serializers.JSONField()
+    help = serializers.CharField()
+    minimum = serializers.FloatField(required=False)
+    maximum = serializers.FloatField(required=False)
+    choices = serializers.ListField(child=serializers.JSONField(), required=False)
+
+
+class PolicySerializer(serializers.Serializer):
+    """A registered scheduling policy."""
+
+    name = serializers.CharField()
+    summary = serializers.CharField()
+    roles = PolicyRoleSerializer(many=True)
+    options = PolicyOptionSerializer(many=True)
+    defaults = serializers.DictField(help_text="Option name → default value.")
+
+
+# --- sweeps ----------------------------------------------------------------------------------
+
+
+class AxisSerializer(serializers.Serializer):
+    """One swept parameter: a path into the template and the values it takes."""
+
+    name = serializers.CharField(max_length=MAX_PATH_LENGTH, required=False)
+    path = serializers.CharField(
+        max_length=MAX_PATH_LENGTH,
+        help_text="Where the value goes, e.g. systems[0].devices[0].count, "
+        "systems[0].policy, systems[0].options.max_batch, workload.arrival.rate_per_s.",
+    )
+    values = serializers.ListField(
+        child=serializers.JSONField(), min_length=1, max_length=MAX_AXIS_VALUES
+    )
+
+
+class SweepSerializer(serializers.ModelSerializer):
+    """A sweep: template, axes, counters, progress and (once finished) its summary."""
+
+    template = DocumentField()
+    axes = AxisSerializer(many=True, min_length=1, max_length=MAX_AXES)
+    chunk_size = serializers.IntegerField(
+        required=False, min_value=1, max_value=1000, help_text="Configurations per task."
+    )
+    progress = serializers.IntegerField(read_only=True, help_text="Percent recorded.")
+
+    class Meta:
+        model = Sweep
+        fields = (
+            "id",
+            "name",
+            "status",
+            "template",
+            "axes",
+            "total",
+            "chunk_size",
+            "succeeded_count",
+            "failed_count",
+            "progress",
+            "summary",
+            "created_at",
+            "started_at",
+            "finished_at",
+        )
+        read_only_fields = (
+            "id",
+            "status",
+            "total",
+            "succeeded_count",
+            "failed_count",
+            "progress",
+            "summary",
+            "created_at",
+            "started_at",
+            "finished_at",
+        )
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        for axis in value.get("axes", []):
+            if "name" not in axis:
+                axis["name"] = axis["path"]
+        return value
+
+
+class SweepResultSerializer(serializers.ModelSerializer):
+    """One configuration's outcome."""
+
+    class Meta:
+        model = SweepResult
+        fields = ("index", "parameters", "status", "result", "error", "attempt", "recorded_at")
+        read_only_fields = fields
+
+
+# --- tokens ----------------------------------------------------------------------------------
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    """An API token (the key is only in the creation response)."""
+
+    expires_in_days = serializers.IntegerField(
+        write_only=True, required=False, min_value=1, max_value=366
+    )
+
+    class Meta:
+        model = ApiToken
+        fields = (
+            "id",
+            "name",
+            "key_hint",
+            "created_at",
+            "last_used_at",
+            "expires_at",
+            "expires_in_days",
+        )
+        read_only_fields = ("id", "key_hint", "created_at", "last_used_at", "expires_at")
+
+
+class ApiTokenCreatedSerializer(ApiTokenSerializer):
+    """The creation response: the token and, once only, its key."""
+
+    key = serializers.CharField(read_only=True, help_text="Shown once; store it now.")
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = (*ApiTokenSerializer.Meta.fields, "key")
+        read_only_fields = (*ApiTokenSerializer.Meta.read_only_fields, "key")
+
+
+def finite_or_none(value: Any) -> Any:
+    """``value`` if it is a finite number (else None) — for CSV cells."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class PaginatedSweepResultList(serializers.Serializer):
+    """A page of a sweep's recorded configurations."""
+
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = SweepResultSerializer(many=True)
