@@ -23,6 +23,9 @@ Definitions (units are in the key names):
   between them — plus its PCIe ``transfer`` intervals (``lane`` ``pcie-in``/``pcie-out``);
   ``intervals_dropped`` counts what the cap left out. Enough for a Gantt chart like
   GLITCHES Fig. 4.
+- ``latency_cdf``: the distributions behind the percentiles, for CDF charts — TTFT (ms),
+  TPOT (ms) and end-to-end latency (s) at the quantiles ``q`` (0, 0.01, …, 1; numpy's
+  linear percentiles), so a page draws them without storing every request.
 """
 
 from __future__ import annotations
@@ -42,6 +45,29 @@ def percentiles(values: np.ndarray) -> dict[str, float | None]:
         return {"mean": None, "p50": None, "p90": None, "p99": None}
     p50, p90, p99 = np.percentile(values, [50, 90, 99])
     return {"mean": float(values.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
+
+
+#: Quantiles at which :func:`latency_cdf` samples each latency distribution.
+CDF_QUANTILES: tuple[float, ...] = tuple(i / 100 for i in range(101))
+
+
+def latency_cdf(
+    ttft_ms: np.ndarray, tpot_ms: np.ndarray, e2e_s: np.ndarray
+) -> dict[str, list[float] | None]:
+    """``{q, ttft_ms, tpot_ms, e2e_s}``: each distribution at the quantiles ``q`` (a
+    distribution without samples is ``None``)."""
+    q = np.asarray(CDF_QUANTILES)
+
+    def at(values: np.ndarray) -> list[float] | None:
+        values = np.asarray(values, dtype=np.float64)
+        return None if values.size == 0 else [float(v) for v in np.quantile(values, q)]
+
+    return {
+        "q": list(CDF_QUANTILES),
+        "ttft_ms": at(ttft_ms),
+        "tpot_ms": at(tpot_ms),
+        "e2e_s": at(e2e_s),
+    }
 
 
 def _timeline(u: UnitReport, span_end: float) -> dict[str, Any]:
@@ -173,6 +199,7 @@ def system_result(system: SystemSpec, out: SimOutput, slo: SloSpec) -> dict[str,
         "ttft_ms": percentiles(ttft_ms),
         "tpot_ms": percentiles(tpot_ms),
         "e2e_s": percentiles(e2e_s),
+        "latency_cdf": latency_cdf(ttft_ms, tpot_ms, e2e_s),
         "capex_usd": capex,
         "cost_efficiency_tok_s_per_usd": throughput / capex if capex else None,
         "avg_power_w": avg_power,

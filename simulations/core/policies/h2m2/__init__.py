@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from simulations.core.errors import SpecError
-from simulations.core.metrics import percentiles
+from simulations.core.metrics import latency_cdf, percentiles
 from simulations.core.policies.base import OptionSpec, Policy, ProgressFn, RoleSpec, register
 from simulations.core.spec import (
     LengthDist,
@@ -224,6 +224,7 @@ class H2M2Policy(Policy):
             "ttft_ms": _pct(ttft, 1e3),
             "tpot_ms": _pct(tpot, 1e3),
             "e2e_s": _pct(e2e),
+            "latency_cdf": latency_cdf(ttft * 1e3, tpot * 1e3, e2e),
             "capex_usd": capex,
             "cost_efficiency_tok_s_per_usd": (throughput / capex) if capex else None,
             "avg_power_w": power,
