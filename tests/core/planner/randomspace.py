@@ -1,0 +1,83 @@
+"""Random small plan documents for checking the screen against exhaustive engine runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+GPUS = ("a100-80gb", "a100-40gb", "v100s", "h100-sxm")
+FPGAS = ("u280",)
+
+
+def random_plan(seed: int) -> dict[str, Any]:
+    """A plan document with a few devices, both policies and random targets and loads."""
+    rng = np.random.default_rng(seed)
+    gpus = list(rng.choice(GPUS, size=int(rng.integers(1, 3)), replace=False))
+    devices = [{"device": str(g), "max_count": int(rng.integers(1, 4))} for g in gpus]
+    use_fpga = bool(rng.random() < 0.7)
+    if use_fpga:
+        devices.append({"device": "u280", "max_count": int(rng.integers(1, 5))})
+    policies: list[dict[str, Any]] = []
+    if rng.random() < 0.8 or not use_fpga:
+        mb = sorted({int(x) for x in rng.choice([1, 1, 4, 16], size=2)})
+        policies.append({"policy": "homogeneous", "options": {"max_batch": mb}})
+    if (use_fpga and rng.random() < 0.8) or not policies:
+        policies.append(
+            {
+                "policy": "glitches",
+                "options": {
+                    "prefetch_ratio": [int(rng.choice([1, 4]))],
+                    "gpu_decode": [bool(rng.random() < 0.7)],
+                },
+            }
+        )
+    n = int(rng.integers(30, 90))
+    kind = rng.choice(["poisson", "poisson", "closed"])
+    arrival: dict[str, Any] = {"kind": str(kind)}
+    if kind == "poisson":
+        arrival["rate_per_s"] = float(np.round(rng.uniform(0.3, 6.0), 3))
+    if rng.random() < 0.5:
+        inp: Any = {"dist": "uniform", "low": 16, "high": int(rng.integers(64, 2048))}
+        out: Any = {"dist": "uniform", "low": 1, "high": int(rng.integers(8, 400))}
+    else:
+        inp = {
+            "dist": "lognormal",
+            "median": float(rng.integers(64, 1024)),
+            "sigma": 0.8,
+            "high": 3000,
+        }
+        out = {
+            "dist": "lognormal",
+            "median": float(rng.integers(16, 200)),
+            "sigma": 0.9,
+            "high": 1000,
+        }
+    targets: dict[str, Any] = {}
+    if rng.random() < 0.85:
+        targets["ttft_p90_ms"] = float(np.round(rng.uniform(80, 4000), 1))
+    if rng.random() < 0.85:
+        targets["tpot_p90_ms"] = float(np.round(rng.uniform(18, 90), 2))
+    if rng.random() < 0.25:
+        targets["ttft_p99_ms"] = float(np.round(rng.uniform(150, 8000), 1))
+    if rng.random() < 0.25:
+        targets["tpot_p99_ms"] = float(np.round(rng.uniform(20, 150), 2))
+    if rng.random() < 0.25 or not targets:
+        targets["min_throughput_tok_s"] = float(np.round(rng.uniform(20, 600), 1))
+    doc: dict[str, Any] = {
+        "name": f"random plan {seed}",
+        "model": "llama2-7b",
+        "workload": {
+            "requests": n,
+            "input_tokens": inp,
+            "output_tokens": out,
+            "arrival": arrival,
+            "seed": int(seed),
+        },
+        "targets": targets,
+        "space": {"devices": devices, "policies": policies},
+        "search": {"round_size": int(rng.integers(1, 6)), "sensitivity": False},
+    }
+    if rng.random() < 0.3:
+        doc["constraints"] = {"max_devices_per_node": int(rng.integers(2, 6)), "max_nodes": 1}
+    return doc

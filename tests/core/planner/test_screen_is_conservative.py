@@ -1,0 +1,103 @@
+"""The screen never discards what the engine would accept, and the two-stage search finds
+exactly what an exhaustive engine search of the same space finds.
+
+Each case is a random small space (``randomspace.random_plan``: GPUs and the U280 FPGA,
+homogeneous batch-1 or continuous batching and GLITCHES, random lengths, loads, targets
+and constraints); every admitted configuration is simulated, with no screen and no pruning,
+and compared with the planner's answer.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from simulations.core.planner import Search
+from simulations.core.planner.screen import REASONS
+from tests.core.planner.helpers import best_feasible, every_config, exhaustive, parse
+from tests.core.planner.randomspace import random_plan
+
+SEEDS = range(12)
+
+
+@pytest.fixture(scope="module", params=SEEDS, ids=lambda s: f"space{s}")
+def case(request: pytest.FixtureRequest) -> tuple[Search, dict, dict]:
+    doc = random_plan(request.param)
+    doc["search"]["pareto_tolerance"] = 0
+    search = Search(parse(doc))
+    truth = exhaustive(search)
+    report = search.run()
+    return search, truth, report
+
+
+def test_the_screen_never_rules_out_a_configuration_the_engine_accepts(case: tuple) -> None:
+    search, truth, _ = case
+    wrongly_pruned = [
+        (cfg.key, REASONS[int(verdict.reason[i])])
+        for cfg, verdict, i in every_config(search)
+        if verdict.reason[i] and truth[cfg.key][1].feasible
+    ]
+    assert wrongly_pruned == []
+
+
+def test_the_recommendation_is_the_exhaustive_optimum(case: tuple) -> None:
+    _, truth, report = case
+    feas = best_feasible(truth)
+    rec = report["recommendation"]
+    if not feas:
+        assert rec is None
+        return
+    assert rec is not None and rec["exact"]
+    assert rec["key"] == feas[0][0].key
+    cheaper_feasible = [c.key for c, _ in feas if c.capex_usd < rec["capex_usd"]]
+    assert cheaper_feasible == []
+    runner = rec["runner_up"]
+    assert (runner or {}).get("key") == (feas[1][0].key if len(feas) > 1 else None)
+
+
+def test_the_cheapest_per_device_type_matches_the_exhaustive_search(case: tuple) -> None:
+    search, truth, report = case
+    feas = best_feasible(truth)
+    for item, choice in zip(report["per_device_type"], search.plan.devices, strict=True):
+        using = [c.key for c, _ in feas if choice.index in c.entries()]
+        got = item["cheapest"]["key"] if item["cheapest"] else None
+        assert got == (using[0] if using else None), choice.label
+        assert item["exact"]
+
+
+def _front(points: list[tuple[float, float]], higher: bool) -> set[tuple[float, float]]:
+    out = set()
+    for c, v in points:
+        dominated = any(
+            (c2 <= c and (v2 > v if higher else v2 < v)) or (c2 < c and v2 == v)
+            for c2, v2 in points
+        )
+        if not dominated:
+            out.add((c, v))
+    return out
+
+
+def test_both_pareto_fronts_equal_the_exhaustive_fronts(case: tuple) -> None:
+    _, truth, report = case
+    feas = best_feasible(truth)
+    for name, metric, higher in (
+        ("capex_vs_throughput", "throughput_tok_s", True),
+        ("capex_vs_energy_per_token", "energy_j_per_token", False),
+    ):
+        want = _front([(c.capex_usd, ev.metrics[metric]) for c, ev in feas], higher)
+        got = {(p["capex_usd"], p[metric]) for p in report["pareto"][name]}
+        assert got == want, name
+    assert report["pareto"]["exact"]
+
+
+def test_only_survivors_were_simulated_and_they_are_fewer_than_the_space(case: tuple) -> None:
+    search, truth, report = case
+    assert set(search.results) <= set(search.by_key)
+    assert report["confirmation"]["engine_runs"] <= len(truth)
+    for key, ev in search.results.items():
+        assert ev.feasible == truth[key][1].feasible
+        assert math.isclose(
+            ev.metrics.get("throughput_tok_s") or 0.0,
+            truth[key][1].metrics.get("throughput_tok_s") or 0.0,
+        )
