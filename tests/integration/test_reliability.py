@@ -17,7 +17,10 @@ from simulations.choices import FINAL_STATUSES, RunEventKind, RunStatus
 from simulations.models import RunEvent, SimulationRun
 from tests.helpers import wait_for
 from tests.integration import worker_doubles  # noqa: F401  (registers the test doubles here too)
-from tests.integration.tuned_workers import TunedWorker, tuned_worker_factory  # noqa: F401
+from tests.integration.tuned_workers import (  # noqa: F401  (the fixture)
+    TunedWorker,
+    tuned_worker_factory_fixture,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

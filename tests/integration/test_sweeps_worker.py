@@ -19,7 +19,10 @@ from simulations.sweeps.models import (
     SweepStatus,
 )
 from tests.helpers import wait_for
-from tests.integration.tuned_workers import TunedWorker, tuned_worker_factory  # noqa: F401
+from tests.integration.tuned_workers import (  # noqa: F401  (the fixture)
+    TunedWorker,
+    tuned_worker_factory_fixture,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -65,8 +65,8 @@ class TunedWorker(WorkerProcess):
         return out
 
 
-@pytest.fixture
-def tuned_worker_factory(
+@pytest.fixture(name="tuned_worker_factory")
+def tuned_worker_factory_fixture(
     django_db_setup: Any, django_db_blocker: Any, tmp_path: Path
 ) -> Iterator[Callable[..., TunedWorker]]:
     """Start tuned workers for one test; all are stopped (or killed) when it ends."""
