@@ -29,7 +29,6 @@ from drf_spectacular.utils import (
 from rest_framework import mixins, permissions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
-from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -37,6 +36,7 @@ from rest_framework.response import Response
 from api import serializers as s
 from api.models import ApiToken, hash_key, new_key
 from api.pagination import Pagination
+from api.parsers import BoundedJSONParser, BoundedMultiPartParser
 from api.permissions import IsOwnerOrReadOnly, IsStaffOrReadOnly
 from api.renderers import CSVRenderer, columns_for, system_row
 from api.throttles import (
@@ -200,7 +200,7 @@ class TraceViewSet(
     lookup_value_regex = SLUG_LOOKUP
     ordering_fields = ("slug", "name", "request_count", "created_at")
     ordering = ("slug",)
-    parser_classes = [JSONParser, MultiPartParser]
+    parser_classes = [BoundedJSONParser, BoundedMultiPartParser]
 
     def get_queryset(self) -> QuerySet[Any]:
         return selectors.trace_list().select_related("uploaded_by")

@@ -230,16 +230,17 @@ CELERY_BEAT_SCHEDULE["reconcile-sweeps"] = {
 REST_FRAMEWORK.update(
     {
         "DEFAULT_AUTHENTICATION_CLASSES": [
-            "rest_framework.authentication.SessionAuthentication",
             "api.authentication.ApiTokenAuthentication",
         ],
         "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
         "DEFAULT_FILTER_BACKENDS": [
+        # Token first: an anonymous request then gets 401 with "WWW-Authenticate: Token".
             "django_filters.rest_framework.DjangoFilterBackend",
             "rest_framework.filters.OrderingFilter",
         ],
+            "rest_framework.authentication.SessionAuthentication",
         "DEFAULT_THROTTLE_CLASSES": ["api.throttles.UserRateThrottle"],
-        "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+        "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
         "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
         "NON_FIELD_ERRORS_KEY": "non_field_errors",
     }
