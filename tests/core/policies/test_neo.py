@@ -131,8 +131,8 @@ def test_fast_forward_equals_the_step_by_step_reference(
     policy: type[NeoPolicy], options: dict[str, object], rate: float | None
 ) -> None:
     reqs = requests(80, inp=(32, 400), out=(2, 400), rate=rate, seed=11)
-    fast = _run(policy(), reqs, **options)
-    ref = _run(policy(reference=True), reqs, **options)
+    fast = _run(policy(audit=True), reqs, **options)
+    ref = _run(policy(reference=True, audit=True), reqs, **options)
     np.testing.assert_allclose(fast.finish_s, ref.finish_s, rtol=1e-12)
     np.testing.assert_allclose(fast.first_token_s, ref.first_token_s, rtol=1e-12)
     assert fast.extra["iterations"] == ref.extra["iterations"]

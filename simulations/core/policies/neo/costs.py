@@ -29,6 +29,7 @@ it would on the real system.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -103,6 +104,7 @@ class StageCosts:
         t1, t2, t11 = (_times(gpu, g) for g in (g1, g2, g11))
         ops = g1.ops
         lin: list[_Op] = []
+        gemm_c = gemm_m = (0.0, 0.0)
         dec_attn: list[_Op] = []
         for i, op in enumerate(ops[1:-2], start=1):
             (c1, m1), (c2, m2), (c11, m11) = t1[i], t2[i], t11[i]
@@ -113,7 +115,19 @@ class StageCosts:
                 dec_attn.append(_Op((c1 - kb_c - ka_c, kb_c, ka_c), (m1 - kb_m - ka_m, kb_m, ka_m)))
             else:
                 lin.append(_Op((2 * c1 - c2, c2 - c1, 0.0), (2 * m1 - m2, m2 - m1, 0.0)))
+                if op.kind is OpKind.GEMM:
+                    gemm_c = (gemm_c[0] + 2 * c1 - c2, gemm_c[1] + c2 - c1)
+                    gemm_m = (gemm_m[0] + 2 * m1 - m2, gemm_m[1] + m2 - m1)
         self._lin = lin
+        self._lin_memo: dict[int, float] = {}
+        # The linear stage's ridge: the width at which its GEMMs stop being bound by
+        # streaming their weights (below it, more tokens cost almost nothing).
+        if gemm_c[1] > gemm_m[1]:
+            self.saturation_tokens = max(
+                1, math.ceil((gemm_m[0] - gemm_c[0]) / (gemm_c[1] - gemm_m[1]))
+            )
+        else:
+            self.saturation_tokens = 1
         self._dec_attn = dec_attn
         emb = (t1[0], t2[0])
         self._pre = _Op(
@@ -160,6 +174,15 @@ class StageCosts:
         tensor-parallel all-reduces."""
         if tokens <= 0:
             return 0.0
+        hit = self._lin_memo.get(tokens)
+        if hit is not None:
+            return hit
+        t = self._linear_layer_s(tokens)
+        if len(self._lin_memo) < 65536:
+            self._lin_memo[tokens] = t
+        return t
+
+    def _linear_layer_s(self, tokens: int) -> float:
         f = self.per_op
         t = sum(op.seconds(tokens, 0.0, f) for op in self._lin) + self.glue_layer_s
         if self.tp > 1:
@@ -238,7 +261,7 @@ def _grid(lo: int, hi: int) -> list[int]:
     return sorted(pts)
 
 
-def _interp(xs: list[int], ys: list[float], x: float) -> float:
+def interp(xs: list[int], ys: list[float], x: float) -> float:
     """Linear interpolation (linear extrapolation beyond the last two points)."""
     i = bisect.bisect_left(xs, x)
     if i < len(xs) and xs[i] == x:
@@ -259,7 +282,7 @@ class ProfileTable:
     3·2^k / 2^k grid above (to ``max_tokens``); prefill attention per prompt length (to
     ``max_prompt``); GPU decode attention of one sequence attending ``N`` tokens (to
     ``max_gpu_tokens``), summed over a batch's tokens as Neo's profiler does; CPU attention
-    on a (batch, tokens) grid, interpolated bilinearly. Values past a grid's end are
+    on a (batch, cached tokens) grid, interpolated bilinearly. Values past a grid's end are
     extrapolated from its last two points.
     """
 
@@ -277,6 +300,10 @@ class ProfileTable:
         lin_x = sorted(set(range(1, 65)) | set(_grid(64, max(64, max_tokens, max_prompt))))
         self.lin_x = lin_x
         self.lin_y = [costs.linear_layer_s(s) for s in lin_x]
+        # The interpolated T_l at every width a scheduler asks about most, precomputed.
+        self._lin_at = [0.0] + [
+            interp(lin_x, self.lin_y, s) for s in range(1, max_tokens + max_batch + 2)
+        ]
         pref_x = _grid(1, max(2, max_prompt))
         self.pref_x = pref_x
         self.pref_y = [costs.prefill_attn_layer_s([s]) for s in pref_x]
@@ -284,43 +311,67 @@ class ProfileTable:
         self.gdec_x = gdec_x
         self.gdec_y = [costs.gpu_decode_attn_layer_s(1, n - 1) for n in gdec_x]
         self.cdec_b = _grid(1, max(2, max_batch))
-        self.cdec_n = _grid(1, max(2, max_cpu_tokens))
+        self.cdec_c = [0, *_grid(1, max(2, max_cpu_tokens))]
         if costs.cpu is not None:
-            self.cdec_y = [
-                [costs.cpu_attn_layer_s(b, max(n, b) - b) for n in self.cdec_n] for b in self.cdec_b
-            ]
+            self.cdec_y = [[costs.cpu_attn_layer_s(b, c) for c in self.cdec_c] for b in self.cdec_b]
         else:
             self.cdec_y = []
+        self._cdec_rows: dict[int, tuple[float, float, list[float] | None]] = {}
 
     def linear(self, tokens: int) -> float:
         """Estimated ``T_l`` of one layer for ``tokens`` tokens (0 for none)."""
         if tokens <= 0:
             return 0.0
-        return _interp(self.lin_x, self.lin_y, tokens)
+        if tokens < len(self._lin_at):
+            return self._lin_at[tokens]
+        return interp(self.lin_x, self.lin_y, tokens)
 
     def prefill_attn(self, prompt: int) -> float:
         """Estimated prefill attention of one prompt in one layer."""
-        return _interp(self.pref_x, self.pref_y, prompt)
+        return interp(self.pref_x, self.pref_y, prompt)
 
     def gpu_decode_attn(self, attended: int) -> float:
         """Estimated decode attention of GPU requests attending ``attended`` tokens in all."""
         if attended <= 0:
             return 0.0
-        return _interp(self.gdec_x, self.gdec_y, attended)
+        return interp(self.gdec_x, self.gdec_y, attended)
+
+    def cdec_line(self, batch: int) -> tuple[float, float, list[float] | None]:
+        """The table's row for ``batch`` requests over the cached tokens: interpolated
+        between the profiled batch sizes at every profiled token count (bilinear
+        interpolation, row first). Returned as ``(a, b, None)`` when the row's points lie on
+        one line ``a + b·cached`` (bandwidth-bound attention: then interpolating the row is
+        evaluating the line), else ``(0, 0, row)``."""
+        hit = self._cdec_rows.get(batch)
+        if hit is not None:
+            return hit
+        bs = self.cdec_b
+        i = bisect.bisect_left(bs, batch)
+        if i < len(bs) and bs[i] == batch:
+            row = self.cdec_y[i]
+        else:
+            if i == 0:
+                i = 1
+            elif i >= len(bs):
+                i = len(bs) - 1
+            w = (batch - bs[i - 1]) / (bs[i] - bs[i - 1])
+            lo, hi = self.cdec_y[i - 1], self.cdec_y[i]
+            row = [a + (b - a) * w for a, b in zip(lo, hi, strict=True)]
+        xs = self.cdec_c
+        a0 = row[0]
+        slope = (row[-1] - a0) / (xs[-1] - xs[0])
+        line = all(
+            abs(a0 + slope * x - y) <= 1e-12 * max(abs(y), 1e-30)
+            for x, y in zip(xs, row, strict=True)
+        )
+        out = (a0, slope, None) if line else (0.0, 0.0, row)
+        self._cdec_rows[batch] = out
+        return out
 
     def cpu_attn(self, batch: int, attended: int) -> float:
         """Estimated CPU attention of ``batch`` requests attending ``attended`` tokens."""
         if batch <= 0:
             return 0.0
-        bs = self.cdec_b
-        i = bisect.bisect_left(bs, batch)
-        if i < len(bs) and bs[i] == batch:
-            return _interp(self.cdec_n, self.cdec_y[i], attended)
-        if i == 0:
-            i = 1
-        elif i >= len(bs):
-            i = len(bs) - 1
-        b0, b1 = bs[i - 1], bs[i]
-        y0 = _interp(self.cdec_n, self.cdec_y[i - 1], attended)
-        y1 = _interp(self.cdec_n, self.cdec_y[i], attended)
-        return y0 + (y1 - y0) * (batch - b0) / (b1 - b0)
+        a, b, row = self.cdec_line(batch)
+        cached = attended - batch
+        return a + b * cached if row is None else interp(self.cdec_c, row, cached)

@@ -149,7 +149,7 @@ def gpu_kv_pool(
     return pool
 
 
-class _NeoBase(Policy):
+class NeoBasePolicy(Policy):
     """Shared construction of Neo-style systems (see :class:`NeoPolicy`)."""
 
     mode: ClassVar[str] = NEO
@@ -276,7 +276,7 @@ class _NeoBase(Policy):
 
 
 @register
-class NeoPolicy(_NeoBase):
+class NeoPolicy(NeoBasePolicy):
     """Neo (papers/neo.md): GPU + host-CPU attention offloading with asymmetric pipelining
     (§3.1, Fig. 5) and load-aware scheduling (§3.2), on one node.
 
@@ -333,7 +333,7 @@ class NeoPolicy(_NeoBase):
 
 
 @register
-class FastDecodePlusPolicy(_NeoBase):
+class FastDecodePlusPolicy(NeoBasePolicy):
     """FastDecode+ (Neo §5.1 baseline; He & Zhai 2024 made end-to-end by Neo's authors):
     every request's KV cache and decode attention on the host CPU, with Neo's asymmetric
     pipelining and load-aware scheduler (:class:`NeoPolicy`).

@@ -12,12 +12,20 @@ The six steps of §3.2, on the runqueues of :class:`~.sim.NeoSim`:
 3. *Prefills*: pop the prefill waitqueue (FCFS) into batch-0 while the iteration's token
    and batch budgets hold ("until the GPU cannot hold the activations"); each prompt's KV
    stays in the GPU cache if it fits there, else it is swapped out layer by layer to the
-   CPU cache; when neither cache has room, stop.
+   CPU cache; when neither cache has room, stop. At most ``max_batch`` requests are
+   resident in the two caches together (the rows of the engine's block table: SwiftLLM's
+   ``max_seqs_in_block_table``, which Neo's harness sets to the batch limit).
 4. *CPU decodes*: scan the CPU runqueue and put each request into batch-1 or batch-0 (the
-   one with more slack first) if ``T_ca0 ≤ T_l1 + T_ga0`` and ``T_ca1 ≤ T_l0`` still hold,
-   else skip it for this iteration.
+   one with more slack when both would do) if ``T_ca0 ≤ T_l1 + T_ga0`` and
+   ``T_ca1 ≤ T_l0`` still hold, else skip it for this iteration.
 5. *Reduce prefills*: drop the last prefills that would be swapped out, as long as the
-   inequalities still hold (when CPU decodes were placed: there is a CPU to balance).
+   inequalities still hold (when CPU decodes were placed: there is a CPU to balance) and
+   batch-0 keeps at least the linear stage's saturation width in tokens (the ridge point
+   of its GEMMs, :attr:`~.costs.StageCosts.saturation_tokens`). The paper's text states no
+   such floor; without one, a lightly loaded CPU makes step 5 drop every swap-out prefill,
+   the CPU runqueue never grows and Neo never offloads (a fixed point of the literal
+   rules). Neo's released scheduler keeps batch-0 at ``linr_S_threshold`` = 128 tokens
+   for the same reason; the ridge point is that threshold derived from the device model.
 6. *Decide*: the GPU-only schedule is batch-0 without step 4's CPU decodes; pick whichever
    of the two has the higher estimated requests per second, ``x / T`` (each request in an
    iteration yields one token), with ``T ≈ L × (max{T_l0, T_ca1} + max{T_l1 + T_ga0,
@@ -40,7 +48,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import TYPE_CHECKING
+
+from .costs import interp
 
 if TYPE_CHECKING:
     from .sim import NeoSim
@@ -125,16 +136,14 @@ class NeoScheduler:
         # Step 2: GPU decodes, swap-out / swap-in.
         gpu_q = sim.gpu_q
         keep = len(gpu_q)
-        need = 0
-        for r in gpu_q:
-            need += (ctx[r] + bs) // bs  # blocks after this step's token: ceil((c+1)/bs)
+        need = sim.gpu_blocks  # blocks after this step's token: Σ ceil((c + 1) / bs)
         while keep and (need > gpu_pool or keep > max_batch or keep > max_tokens):
             keep -= 1
             victim = gpu_q[keep]
             need -= (ctx[victim] + bs) // bs
             sch.swap_out.append(victim)
         cpu_q = sim.cpu_q
-        cpu_need = sim.cpu_blocks_next()
+        cpu_need = sim.cpu_blocks
         n_cpu = len(cpu_q)
         while n_cpu and cpu_need > cpu_pool:
             # The host cache overflows: the latest CPU request is recomputed later.
@@ -178,9 +187,11 @@ class NeoScheduler:
         cpu_reserve = len(cpu_order)
         pref_tokens = 0
         t_pref = 0.0
+        # The block table has max_batch rows: requests resident in either cache, at most.
+        resident_left = max_batch - (len(gpu_q) + len(cpu_q) - len(sch.recompute))
         for r in sim.waitq:
             sch.admission_blocked = True
-            if batch_left < 1:
+            if batch_left < 1 or resident_left < 1:
                 break
             p = plen[r]
             # A prompt longer than the whole budget runs as its iteration's only prefill.
@@ -197,6 +208,7 @@ class NeoScheduler:
             else:
                 break
             batch_left -= 1
+            resident_left -= 1
             tokens_left -= p
             pref_tokens += p
             t_pref += tab.prefill_attn(p)
@@ -210,7 +222,7 @@ class NeoScheduler:
         t_l0 = tab.linear(s0)
         s1 = 0
         t_l1 = 0.0
-        x0 = n0 = x1 = n1 = 0
+        x0 = x1 = 0
         t_ca0 = t_ca1 = 0.0
 
         trace = sch.trace
@@ -220,50 +232,86 @@ class NeoScheduler:
         # Step 4: CPU decodes into batch-1 / batch-0 under the two inequalities.
         if self.mode != GPU_ONLY and cpu_order:
             min_fail = math.inf
-            for r in cpu_order:
+            cs = tab.cdec_c
+            line_of = tab.cdec_line
+            lin = tab.linear
+            # Estimates of each sub-batch with one more CPU decode (updated on placement):
+            # T_l with one more token, and the CPU-attention row for one more request over
+            # the cached tokens (a line a + b·cached unless the table bends).
+            nl0, nl1 = lin(s0 + 1), lin(1)
+            a0, b0, row0 = line_of(1)
+            a1, b1, row1 = a0, b0, row0
+            # Cached tokens (attended minus one per request) of each sub-batch's CPU decodes.
+            c0 = c1 = 0
+            shortest: list[int] | None = None
+            for pos, r in enumerate(cpu_order):
                 if batch_left < 1 or tokens_left < 1:
                     break
                 n = ctx[r] + 1
                 if n >= min_fail:
-                    trace.append(0)
-                    continue  # costs grow with length and slack only shrank since then
-                first = 1 if (t_l0 - t_ca1) >= (t_l1 + t_ga0 - t_ca0) else 0
-                placed = False
-                for j in (first, 1 - first):
-                    if j == 1:
-                        nt_l1 = tab.linear(s1 + 1)
-                        nt_ca1 = tab.cpu_attn(x1 + 1, n1 + n)
-                        if nt_ca1 <= t_l0 and t_ca0 <= nt_l1 + t_ga0:
-                            s1 += 1
-                            x1 += 1
-                            n1 += n
-                            t_l1, t_ca1 = nt_l1, nt_ca1
-                            sch.cpu1.append(r)
-                            placed = True
-                            break
-                    else:
-                        nt_l0 = tab.linear(s0 + 1)
-                        nt_ca0 = tab.cpu_attn(x0 + 1, n0 + n)
-                        if nt_ca0 <= t_l1 + t_ga0 and t_ca1 <= nt_l0:
-                            s0 += 1
-                            x0 += 1
-                            n0 += n
-                            t_l0, t_ca0 = nt_l0, nt_ca0
-                            sch.cpu0.append(r)
-                            placed = True
-                            break
-                if placed:
+                    # Costs grow with length and slack only shrank since then. (Not traced:
+                    # skipped and failed requests do not advance, so the failures recorded
+                    # before this one imply the skip.)
+                    continue
+                c = ctx[r]
+                nt_ca1 = a1 + b1 * (c1 + c) if row1 is None else interp(cs, row1, c1 + c)
+                fit1 = nt_ca1 <= t_l0 and t_ca0 <= nl1 + t_ga0
+                nt_ca0 = a0 + b0 * (c0 + c) if row0 is None else interp(cs, row0, c0 + c)
+                fit0 = nt_ca0 <= t_l1 + t_ga0 and t_ca1 <= nl0
+                if fit0 and fit1:
+                    # Both fit: the sub-batch with more slack first.
+                    j = 1 if (t_l0 - t_ca1) >= (t_l1 + t_ga0 - t_ca0) else 0
+                    trace.append(4 + j)
+                elif fit1 or fit0:
+                    j = 1 if fit1 else 0
+                    trace.append(2 + j)
+                else:
+                    j = -1
+                if j == 1:
+                    s1 += 1
+                    x1 += 1
+                    c1 += c
+                    t_l1, t_ca1 = nl1, nt_ca1
+                    nl1 = lin(s1 + 1)
+                    a1, b1, row1 = line_of(x1 + 1)
+                    sch.cpu1.append(r)
+                elif j == 0:
+                    s0 += 1
+                    x0 += 1
+                    c0 += c
+                    t_l0, t_ca0 = nl0, nt_ca0
+                    nl0 = lin(s0 + 1)
+                    a0, b0, row0 = line_of(x0 + 1)
+                    sch.cpu0.append(r)
+                if j >= 0:
                     batch_left -= 1
                     tokens_left -= 1
-                    trace.append(2 + 2 * first + (1 if sch.cpu1 and sch.cpu1[-1] == r else 0))
                 else:
                     min_fail = n
                     trace.append(1)
+                    # Costs grow with length: when the shortest request still to come fits
+                    # neither sub-batch, no later request does.
+                    if shortest is None:
+                        shortest = list(accumulate(reversed([ctx[q] for q in cpu_order]), min))
+                        shortest.reverse()
+                    if pos + 1 >= len(cpu_order):
+                        break
+                    m = shortest[pos + 1]
+                    e1 = a1 + b1 * (c1 + m) if row1 is None else interp(cs, row1, c1 + m)
+                    e0 = a0 + b0 * (c0 + m) if row0 is None else interp(cs, row0, c0 + m)
+                    if not (e1 <= t_l0 and t_ca0 <= nl1 + t_ga0) and not (
+                        e0 <= t_l1 + t_ga0 and t_ca1 <= nl0
+                    ):
+                        break
 
-            # Step 5: drop swap-out prefills while the inequalities still hold.
+            # Step 5: drop swap-out prefills while the inequalities still hold and batch-0
+            # keeps enough tokens to saturate the GPU's linear stage.
             if x0 + x1:
+                floor = sim.costs.saturation_tokens
                 while sch.prefill_cpu:
                     p = plen[sch.prefill_cpu[-1]]
+                    if s0 - p < floor:
+                        break
                     nt_l0 = tab.linear(s0 - p)
                     nt_ga0 = t_ga0 - tab.prefill_attn(p)
                     if t_ca1 <= nt_l0 and t_ca0 <= t_l1 + nt_ga0:

@@ -17,6 +17,10 @@ from simulations.core.errors import CapacityError
 from .costs import ProfileTable, StageCosts
 from .scheduler import FASTDECODE, NeoScheduler, Schedule
 
+WAITING = 0
+ON_GPU = 1
+ON_CPU = 2
+
 
 class NeoSim(Simulator):
     """One Neo node: ``gpus`` (a tensor-parallel group running in lockstep) and the host CPU.
@@ -85,7 +89,14 @@ class NeoSim(Simulator):
         self.waitq: deque[int] = deque()
         self.gpu_q: list[int] = []
         self.cpu_q: list[int] = []
+        # Where each request's KV cache lives, and each cache's blocks after one more token
+        # per request (Σ ceil((c + 1) / block_size)), kept up to date incrementally.
+        self.where = [WAITING] * n
+        self.gpu_blocks = 0
+        self.cpu_blocks = 0
         self._run_state: _Run | None = None
+        self._skip_checks = 0
+        self._backoff = 0
         self.scheduler = NeoScheduler(self, mode)
         gm = gpus[0].dm
         self._p_active_prefill = float(getattr(gm, "p_compute", gpus[0].device.tdp_w))
@@ -131,9 +142,29 @@ class NeoSim(Simulator):
 
     def cpu_blocks_next(self) -> int:
         """CPU-cache blocks the CPU runqueue holds after one more token each."""
+        return self.cpu_blocks
+
+    def _blocks_of(self, queue: list[int]) -> int:
         bs = self.block_size
         ctx = self.ctx
-        return sum((ctx[r] + bs) // bs for r in self.cpu_q)
+        return sum((ctx[r] + bs) // bs for r in queue)
+
+    def _advance(self, rs: list[int], k: int) -> None:
+        """Move the contexts of ``rs`` by ``k`` tokens, keeping the block counts."""
+        bs = self.block_size
+        ctx = self.ctx
+        where = self.where
+        dg = dc = 0
+        for r in rs:
+            c = ctx[r]
+            d = (c + k + bs) // bs - (c + bs) // bs
+            ctx[r] = c + k
+            if where[r] == ON_GPU:
+                dg += d
+            elif where[r] == ON_CPU:
+                dc += d
+        self.gpu_blocks += dg
+        self.cpu_blocks += dc
 
     # -- events --------------------------------------------------------------------------
 
@@ -185,7 +216,12 @@ class NeoSim(Simulator):
         n = min(out[r] - gen[r] for r in decodes)
         if n < 3:
             return 1
+        if self._skip_checks:
+            # Recent runs were short: checking would cost more plans than it saves.
+            self._skip_checks -= 1
+            return 1
         if self._same_after(sch, decodes, n - 1):
+            self._backoff = 0
             return n
         lo, hi = 1, n - 1  # the decision holds at step lo - 1, not at step hi
         while hi - lo > 1:
@@ -194,18 +230,20 @@ class NeoSim(Simulator):
                 lo = mid + 1
             else:
                 hi = mid
+        if lo < 4:
+            self._backoff = min(max(1, 2 * self._backoff), 16)
+            self._skip_checks = self._backoff
+        else:
+            self._backoff = 0
         return lo
 
     def _same_after(self, sch: Schedule, decodes: list[int], k: int) -> bool:
         """Whether the scheduler makes the same decision ``k`` iterations later."""
-        ctx = self.ctx
-        for r in decodes:
-            ctx[r] += k
+        self._advance(decodes, k)
         try:
             other = self.scheduler.plan()
         finally:
-            for r in decodes:
-                ctx[r] -= k
+            self._advance(decodes, -k)
         return (
             other.trace == sch.trace
             and other.two_batch == sch.two_batch
@@ -220,6 +258,7 @@ class NeoSim(Simulator):
     def _apply_moves(self, sch: Schedule) -> None:
         """Queue changes that take effect when the iteration starts."""
         st = self.stats
+        where = self.where
         if sch.recompute:
             gone = set(sch.recompute)
             self.gpu_q = [r for r in self.gpu_q if r not in gone]
@@ -228,17 +267,30 @@ class NeoSim(Simulator):
                 self.plen[r] = self.prompt[r] + self.generated[r]
                 self.ctx[r] = 0
                 self.preemptions[r] += 1
+                where[r] = WAITING
                 self.waitq.appendleft(r)
+            self.gpu_blocks = self._blocks_of(self.gpu_q)
+            self.cpu_blocks = self._blocks_of(self.cpu_q)
             st["recomputes"] += len(sch.recompute)
         if sch.swap_out:
             n_out = len(sch.swap_out)
             del self.gpu_q[len(self.gpu_q) - n_out :]
             self.cpu_q[0:0] = list(reversed(sch.swap_out))
+            b = self._blocks_of(sch.swap_out)
+            self.gpu_blocks -= b
+            self.cpu_blocks += b
+            for r in sch.swap_out:
+                where[r] = ON_CPU
             st["swap_outs"] += n_out
         if sch.swap_in:
             n_in = len(sch.swap_in)
             del self.cpu_q[:n_in]
             self.gpu_q.extend(sch.swap_in)
+            b = self._blocks_of(sch.swap_in)
+            self.gpu_blocks += b
+            self.cpu_blocks -= b
+            for r in sch.swap_in:
+                where[r] = ON_GPU
             st["swap_ins"] += n_in
         pref = sch.prefill_gpu + sch.prefill_cpu
         if pref:
@@ -313,14 +365,16 @@ class NeoSim(Simulator):
         """Blocks in use during the run's last iteration (``k`` steps in); exceeding a cache
         is a scheduler bug."""
         bs = self.block_size
-        ctx = self.ctx
         plen = self.plen
-        for r in decodes:
-            ctx[r] += k
-        g = sum((ctx[r] + bs) // bs for r in self.gpu_q)
-        cpu = sum((ctx[r] + bs) // bs for r in self.cpu_q)
-        for r in decodes:
-            ctx[r] -= k
+        if k:
+            self._advance(decodes, k)
+        g = self.gpu_blocks
+        cpu = self.cpu_blocks
+        if self.audit:
+            assert g == self._blocks_of(self.gpu_q), "GPU block count drifted"
+            assert cpu == self._blocks_of(self.cpu_q), "CPU block count drifted"
+        if k:
+            self._advance(decodes, -k)
         g += sum(-(-plen[r] // bs) for r in sch.prefill_gpu)
         cpu += sum(-(-plen[r] // bs) for r in sch.prefill_cpu)
         if g > self.gpu_pool:
@@ -350,11 +404,19 @@ class NeoSim(Simulator):
         out = self.output
         done = False
         unit = self.gpus[0].index
+        bs = self.block_size
+        where = self.where
+        self._advance(run.decodes, n)
         for r in run.decodes:
-            ctx[r] += n
             gen[r] += n
             if gen[r] == out[r]:
                 self.complete(r, now, unit)
+                b = (ctx[r] + bs) // bs
+                if where[r] == ON_GPU:
+                    self.gpu_blocks -= b
+                else:
+                    self.cpu_blocks -= b
+                where[r] = WAITING
                 done = True
         for r in sch.prefill_gpu:
             ctx[r] = self.plen[r]
@@ -364,6 +426,8 @@ class NeoSim(Simulator):
                 self.complete(r, now, unit)
             else:
                 self.gpu_q.append(r)
+                where[r] = ON_GPU
+                self.gpu_blocks += (ctx[r] + bs) // bs
         for r in sch.prefill_cpu:
             ctx[r] = self.plen[r]
             gen[r] += 1
@@ -372,6 +436,8 @@ class NeoSim(Simulator):
                 self.complete(r, now, unit)
             else:
                 self.cpu_q.append(r)
+                where[r] = ON_CPU
+                self.cpu_blocks += (ctx[r] + bs) // bs
         if done:
             fin = self.finish
             self.gpu_q = [r for r in self.gpu_q if math.isnan(fin[r])]
