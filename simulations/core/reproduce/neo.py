@@ -325,10 +325,15 @@ def _fig6_checks() -> list[Check]:
         s = SETTINGS[setting]
         rates = {v: fig6_rate(setting, v) for v in ("neo", "neo-gpu", "gpu-only")}
         gain = rates["neo"] / rates["neo-gpu"]
+        kind = "osc" if setting == "t4" else "ac"
+        load = rates["neo"] * _mean_prefill_s(setting, kind)
+        cache = _gpu_cache(setting, kind)
         details: dict[str, Any] = {
             "rate_at_latency_req_s": {k: round(v, 4) for k, v in rates.items()},
             "neo_over_gpu_only_policy": rates["neo"] / rates["gpu-only"],
             "latency_level_s": s.latency_s,
+            "prefill_load_at_neo_rate": round(load, 3),
+            "gpu_kv_cache": cache,
             "curves_rate_vs_latency": {
                 v: _latency_points(setting, v) for v in ("neo", "neo-gpu", "gpu-only")
             },
@@ -342,17 +347,24 @@ def _fig6_checks() -> list[Check]:
         if setting == "t4":
             note += (
                 " OSC stand-in: prompts 128–512, outputs 24–48 tokens (module notes). The "
-                "paper's 6.6× implies a baseline holding ~2–3 requests of KV cache; at "
-                "SwiftLLM's 0.99 memory utilisation the modelled T4 keeps ~4k tokens "
-                "(no CUDA context or allocator overhead is modelled) and the workload is "
-                "mostly prefill-bound, so offloading adds little."
+                f"modelled GPU cache holds {cache['tokens']} tokens, about "
+                f"{cache['requests']:.0f} average requests; the paper's 6.6× needs a "
+                "baseline of ~2–3 (its harness fixed the GPU block count per testbed, "
+                "unpublished: SwiftSeal03/swiftLLM evaluation/server.py; here SwiftLLM's "
+                "0.99-utilisation rule, no CUDA context or allocator overhead), and prefills "
+                f"alone demand {100 * load:.0f} % of the GPU's time at Neo's rate (the "
+                "500-request run ends before the queue explodes), so offloading has "
+                "little decode work to take over."
             )
         else:
             note += (
-                " The AC trace is prefill-dominated (median output 13 tokens): near the "
-                "latency level the GPU is busy with prefills, decode batches are small and "
-                "fit the GPU cache, so the model finds little to offload; the paper's gain "
-                "is not reproduced by mechanism, only within the tolerance."
+                " The AC trace is prefill-dominated (median output 13 tokens): at Neo's "
+                f"rate prefills alone demand {100 * load:.0f} % of the GPU's time (the "
+                "500-request run ends before the queue explodes) and the decode "
+                f"batches fit the GPU cache ({cache['requests']:.0f} average requests), so "
+                "the model finds almost nothing to offload and Neo's occasional offloading "
+                "costs a little latency (§5.2 notes the same); the check passes on the "
+                "tolerance, not by reproducing the paper's mechanism."
             )
         checks.append(_check(tid, gain, note, details))
     # Fig. 8a: FastDecode+ against Neo on 2xH100 + AC.
@@ -367,6 +379,32 @@ def _fig6_checks() -> list[Check]:
         )
     )
     return checks
+
+
+@cache
+def _mean_prefill_s(setting: str, kind: str) -> float:
+    """Mean seconds to prefill one request of the dataset alone on the setting's GPUs."""
+    system, _ = _system(setting, "neo")
+    model = builtin_catalog().model(SETTINGS[setting].model)
+    inp, _out = _lengths(kind, ONLINE_REQUESTS)
+    sim = NeoPolicy().build(system, model, _synthetic(100, 10, 1))
+    c = sim.costs
+    total = sum(
+        model.n_layers * (c.linear_layer_s(p) + c.prefill_attn_layer_s([p])) + c.pre_post_s(p, 1)
+        for p in inp
+    )
+    return total / len(inp)
+
+
+@cache
+def _gpu_cache(setting: str, kind: str) -> dict[str, float]:
+    """The GPU KV cache in tokens and in average requests of the dataset."""
+    system, _ = _system(setting, "neo")
+    model = builtin_catalog().model(SETTINGS[setting].model)
+    inp, out = _lengths(kind, ONLINE_REQUESTS)
+    sim = NeoPolicy().build(system, model, _synthetic(100, 10, 1))
+    tokens = sim.gpu_pool * sim.block_size
+    return {"tokens": tokens, "requests": tokens / (float(np.mean(inp)) + float(np.mean(out)))}
 
 
 def _latency_points(setting: str, variant: str) -> list[list[float]]:
@@ -402,8 +440,19 @@ def _synthetic_checks() -> list[Check]:
         if setting == "t4":
             note += (
                 " The paper's 7.5× needs a baseline batch of ~2–3 requests; the modelled "
-                "T4 GPU cache (SwiftLLM sizing at 0.99, no CUDA-context overhead) holds "
-                "~4k tokens, so GPU-only batches are larger and the gain smaller."
+                "T4 GPU cache (SwiftLLM's sizing rule at 0.99, no CUDA-context or "
+                "allocator overhead; the authors fixed the block count per testbed, "
+                "unpublished) holds ~4k tokens, so GPU-only batches are larger, and the "
+                "host CPU (g4dn.4xlarge, 46.9 GB/s in the catalog: a core-share of the "
+                "socket, an assumption) hides only a few requests behind a T4 decode pass: "
+                "Neo's gain comes mostly from prefill iterations, hence largest at the "
+                "shortest outputs."
+            )
+        elif setting == "h100":
+            note += (
+                " At input 2000 (Fig. 8b's input) the peak is "
+                f"{max(table['in2000'].values()):.3f}. Tensor-parallel all-reduces cost "
+                "nothing here (no NVLink figure in the catalog), which favours neither side."
             )
         checks.append(_check(tid, best[0], note, {"relative_throughput": table}))
 
@@ -480,7 +529,10 @@ def _synthetic_checks() -> list[Check]:
             "neo.fig9.rise_then_fall",
             sum(good.values()) / len(good),
             "Fraction of output sweeps (Fig. 9 per input, Fig. 10a per CPU) whose gain "
-            "peaks after the shortest output and ends below its peak.",
+            "peaks after the shortest output and ends below its peak. The T4 sweeps fall "
+            "from the shortest output on (see neo.fig9.t4_max: the modelled baseline is "
+            "starved least at long outputs); a sweep still rising at output 800 has its "
+            "fall beyond the grid.",
             {"curves": {k: [round(x, 4) for x in v] for k, v in curves.items()}, "holds": good},
         )
     )
