@@ -305,10 +305,12 @@ class NeoPolicy(NeoBasePolicy):
     catalog for the H100, so TP communication is free here); PCIe at the link's raw rate;
     the GPU cache is sized like SwiftLLM's (memory × utilisation − weights − the largest
     operator's activations of a full iteration); the CPU cache is ``cpu_memory_fraction`` of
-    host memory; swap-in needs one spare block per GPU request ("ample space"); the
-    scheduler's progress rule for runqueues that cannot be balanced (see
-    :mod:`.scheduler`); no chunked prefill; the CPU's timeline shows its attention as one
-    interval per iteration.
+    host memory; at most ``max_batch`` requests are resident in the two caches (the block
+    table's rows); swap-in needs one spare block per GPU request ("ample space"); step 5
+    keeps batch-0 at the linear stage's saturation width (the paper states no floor; see
+    :mod:`.scheduler`); the progress rule for runqueues that cannot be balanced; no
+    chunked prefill; scheduling and swap decisions cost no time; the CPU's timeline shows
+    its attention as one interval per iteration.
     """
 
     name: ClassVar[str] = "neo"
