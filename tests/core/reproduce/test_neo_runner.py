@@ -1,0 +1,69 @@
+"""The Neo reproduction's measuring rules (without running the whole reproduction)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from simulations.core.reproduce import base, load_all
+from simulations.core.reproduce import neo as runner
+
+
+def test_rate_at_latency_finds_where_a_rising_curve_crosses_the_level() -> None:
+    seen: list[float] = []
+
+    def lat(rate: float) -> float:
+        seen.append(rate)
+        return 0.1 + 1.0 / max(1e-9, 5.0 - rate) if rate < 5.0 else 1e9
+
+    r = runner.rate_at_latency(lat, 2.0, start=0.5)
+    exact = 5.0 - 1.0 / 1.9
+    assert r == pytest.approx(exact, rel=0.01)
+    assert len(seen) < 15
+
+
+def test_rate_at_latency_searches_below_a_start_already_over_the_level() -> None:
+    r = runner.rate_at_latency(lambda rate: rate, 1.0, start=4.0)
+    assert r == pytest.approx(1.0, rel=0.02)
+
+
+def test_rise_then_fall_needs_an_interior_peak_and_a_drop() -> None:
+    assert runner._rises_then_falls([1.0, 1.2, 1.1])
+    assert not runner._rises_then_falls([1.3, 1.2, 1.1])  # falls only
+    assert not runner._rises_then_falls([1.0, 1.1, 1.2])  # rises only
+
+
+def test_bound_checks_accept_values_on_the_right_side_only() -> None:
+    up = runner.BoundCheck("x", "q", "x", 0.6, 0.3, 0.1, bound="upper")
+    assert up.ok and up.as_dict()["ok"]
+    assert not runner.BoundCheck("x", "q", "x", 0.6, 0.7, 0.1, bound="upper").ok
+    assert runner.BoundCheck("x", "q", "x", 0.95, 0.97, 0.0, bound="lower").ok
+    assert not runner.BoundCheck("x", "q", "x", 0.95, 0.90, 0.0, bound="lower").ok
+    assert not runner.BoundCheck("x", "q", "x", 0.6, math.nan, 0.1).ok
+
+
+def test_osc_stand_in_lengths_stay_in_their_ranges() -> None:
+    inp, out = runner._lengths("osc", 400)
+    assert min(inp) >= 128 and max(inp) <= 512
+    assert min(out) >= 24 and max(out) <= 48
+
+
+def test_synthetic_lengths_are_within_ten_percent() -> None:
+    rs = runner._synthetic(1000, 200, 300)
+    assert np.all(rs.input_tokens >= 900) and np.all(rs.input_tokens <= 1100)
+    assert np.all(rs.output_tokens >= 180) and np.all(rs.output_tokens <= 220)
+    assert np.all(rs.arrival_s == 0)
+
+
+def test_offline_runs_hold_four_times_what_neo_can_buffer_within_bounds() -> None:
+    n_t4 = runner.offline_requests("t4", 500, 800)
+    n_h100 = runner.offline_requests("h100", 500, 50)
+    assert n_t4 == runner.OFFLINE_MIN  # the T4's caches hold few long requests
+    assert n_h100 == runner.OFFLINE_MAX  # the HGX node holds the block table's 512
+
+
+def test_the_neo_runner_is_registered() -> None:
+    load_all()
+    assert runner.neo_checks in base._RUNNERS["neo"]
