@@ -11,3 +11,5 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # Sweep tasks (issue 8) live in a sub-package of the simulations app.
 app.autodiscover_tasks(["simulations.sweeps"])
+# Capacity-search tasks (issue 10) likewise.
+app.autodiscover_tasks(["simulations.plans"])

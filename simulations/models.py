@@ -888,5 +888,7 @@ class RunEvent(models.Model):
         return f"{self.kind} (attempt {self.attempt})"
 
 
-# Sweep rows (issue 8) live in their own module; importing them registers them with this app.
+# Sweep rows (issue 8) and capacity-search rows (issue 10) live in their own modules;
+# importing them registers them with this app.
+from simulations.plans.models import Plan, PlanChunk, PlanResult  # noqa: E402, F401
 from simulations.sweeps.models import Sweep, SweepChunk, SweepResult  # noqa: E402, F401

@@ -97,9 +97,7 @@ class Heartbeat(threading.Thread):
         try:
             while not self._stop_event.wait(self.interval):
                 try:
-                    owned = services.run_mark_progress(
-                        self.run_id, self.attempt, int(self.fraction * 100)
-                    )
+                    owned = self.mark(int(self.fraction * 100))
                 except DatabaseError:
                     logger.warning("run %s: heartbeat write failed", self.run_id, exc_info=True)
                     continue
@@ -108,6 +106,11 @@ class Heartbeat(threading.Thread):
                     return
         finally:
             db_connection.close()
+
+    def mark(self, percent: int) -> bool:
+        """Write the progress and the heartbeat; False once the job is no longer this
+        attempt's. (Other jobs — plans — reuse the thread by overriding this.)"""
+        return services.run_mark_progress(self.run_id, self.attempt, percent)
 
     def stop(self) -> None:
         """Stop beating and wait for the thread to end."""

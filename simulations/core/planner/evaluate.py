@@ -62,7 +62,9 @@ class Evaluation:
 
     ``misses`` lists every target it misses (``{"target", "value", "limit"}``); ``error``
     says why it could not be simulated (e.g. the model does not fit), in which case it is
-    infeasible and ``metrics`` is empty.
+    infeasible and ``metrics`` is empty. ``unknown`` marks a configuration the engine gave
+    no verdict on (an internal error, or every worker that tried it was lost): it counts
+    as infeasible, and the result no longer claims to be exhaustive.
     """
 
     key: str
@@ -71,6 +73,7 @@ class Evaluation:
     misses: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
     seconds: float = 0.0
+    unknown: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form (what the database stores per configuration)."""
@@ -81,6 +84,7 @@ class Evaluation:
             "misses": self.misses,
             "error": self.error,
             "seconds": self.seconds,
+            "unknown": self.unknown,
         }
 
     @classmethod
@@ -93,6 +97,7 @@ class Evaluation:
             misses=list(d.get("misses") or []),
             error=str(d.get("error") or ""),
             seconds=float(d.get("seconds") or 0.0),
+            unknown=bool(d.get("unknown", False)),
         )
 
     @property

@@ -260,7 +260,8 @@ def build_report(search: Search, sensitivity: dict[str, Any] | None) -> dict[str
     plan = search.plan
     feas = search.feasible()
     pending = search.pending()
-    complete = not pending
+    unknown = sorted(k for k, ev in search.results.items() if ev.unknown)
+    complete = not pending and not unknown
     wl = plan.workload
     doc: dict[str, Any] = {
         "plan": plan.name,
@@ -296,6 +297,7 @@ def build_report(search: Search, sensitivity: dict[str, Any] | None) -> dict[str
             "budget": plan.search.max_confirmations,
             "complete": complete,
             "still_needed": len(pending),
+            "no_verdict": unknown,
         },
     }
     # Recommendation.
@@ -305,7 +307,9 @@ def build_report(search: Search, sensitivity: dict[str, Any] | None) -> dict[str
         runner = feas[1] if len(feas) > 1 else None
         cheaper = _cheaper(search, win.config.capex_usd)
         binding = _binding(plan.targets.as_dict(), wev.metrics)
-        exact = not any(c.config.capex_usd <= win.config.capex_usd for c in pending)
+        exact = not any(c.config.capex_usd <= win.config.capex_usd for c in pending) and not any(
+            search.by_key[k].config.capex_usd <= win.config.capex_usd for k in unknown
+        )
         rec = {
             **_entry(search, win.config, wev),
             "screen": search.screen_row(win.config.key),
@@ -329,11 +333,13 @@ def build_report(search: Search, sensitivity: dict[str, Any] | None) -> dict[str
             item["cheapest"] = {**_entry(search, c.config, ev)}
             item["exact"] = not any(
                 e in p.config.entries() and p.config.capex_usd <= c.config.capex_usd
-                for p in pending
+                for p in (*pending, *(search.by_key[k] for k in unknown))
             )
         else:
             item["cheapest"] = None
-            item["exact"] = not any(e in p.config.entries() for p in pending)
+            item["exact"] = not any(
+                e in p.config.entries() for p in (*pending, *(search.by_key[k] for k in unknown))
+            )
             item["why_none"] = _why_none(search, e)
         per_type.append(item)
     doc["per_device_type"] = per_type

@@ -170,6 +170,34 @@ def system_spec(config: Config, plan: PlanSpec) -> SystemSpec:
     return SystemSpec(name=config.key, policy=config.policy, devices=placements, options=options)
 
 
+def config_to_dict(config: Config) -> dict[str, Any]:
+    """A configuration as plain JSON (what a worker needs to simulate it)."""
+    sig = config.signature
+    return {
+        "key": config.key,
+        "policy": sig.policy,
+        "options": [[k, v] for k, v in sig.options],
+        "roles": [[r, e] for r, e in sig.roles],
+        "counts": list(config.counts),
+        "capex_usd": config.capex_usd,
+        "power_w": config.power_w,
+    }
+
+
+def config_from_dict(d: dict[str, Any], plan: PlanSpec) -> Config:
+    """Inverse of :func:`config_to_dict`; the key is recomputed and must match."""
+    sig = Signature(
+        str(d["policy"]),
+        tuple((str(k), v) for k, v in d["options"]),
+        tuple((str(r), int(e)) for r, e in d["roles"]),
+    )
+    counts = tuple(int(c) for c in d["counts"])
+    key = config_key(sig, counts, plan)
+    if key != d["key"]:
+        raise ValueError(f"configuration {d['key']!r} does not match this plan ({key!r})")
+    return Config(sig, counts, key, float(d["capex_usd"]), float(d["power_w"]))
+
+
 def signatures(plan: PlanSpec) -> Iterator[Signature]:
     """Every signature of the plan's space, in a deterministic order."""
     for pol in plan.policies:
@@ -288,7 +316,9 @@ __all__ = [
     "Group",
     "Signature",
     "Space",
+    "config_from_dict",
     "config_key",
+    "config_to_dict",
     "describe",
     "enumerate_space",
     "nodes_needed",

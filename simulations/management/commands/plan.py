@@ -1,0 +1,244 @@
+"""``manage.py plan SPEC.json [--format json|table]``: capacity search (issue 10).
+
+Reads a plan document (:mod:`simulations.core.planner.spec`), validates it against the
+database catalog (:func:`simulations.adapters.catalog_from_db`), searches the space in this
+process — the analytic screen, then the request-level engine on the survivors, cheapest
+first (``--processes N`` confirms each round in N processes) — and prints the plan's result
+document (:mod:`simulations.core.planner.report`): as JSON on stdout (the default), or as
+an 80-column summary (``--format table``). Trace names resolve to uploaded traces, else to
+Azure-format CSV files relative to the plan file's folder.
+
+Progress goes to stderr (a tqdm bar, by default only when stderr is a terminal), so stdout
+stays clean JSON. Invalid input exits with status 1 and names each offending field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from simulations.adapters import catalog_from_db, traces_from_db
+from simulations.core.errors import ScenarioValidationError, SpecError
+from simulations.core.planner import Search, parse_plan, trace_names
+from simulations.core.planner.parallel import ProcessPoolEvaluator
+from simulations.management.commands.simulate import _finite
+
+WIDTH = 80
+
+
+def _money(v: Any) -> str:
+    return f"${v:,.0f}" if isinstance(v, int | float) and math.isfinite(v) else "n/a"
+
+
+def _num(v: Any, fmt: str = ".4g") -> str:
+    if v is None or isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return "n/a"
+    return format(v, fmt)
+
+
+def _wrap(text: str, indent: str = "  ", first: str | None = None) -> list[str]:
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=indent if first is None else first,
+        subsequent_indent=indent + ("  " if first is not None else ""),
+    )
+
+
+_TARGETS = {
+    "ttft_p90_ms": "p90 TTFT ≤ {} ms",
+    "tpot_p90_ms": "p90 TPOT ≤ {} ms",
+    "ttft_p99_ms": "p99 TTFT ≤ {} ms",
+    "tpot_p99_ms": "p99 TPOT ≤ {} ms",
+    "min_throughput_tok_s": "throughput ≥ {} tok/s",
+}
+
+
+def _target_text(key: str, value: float) -> str:
+    return _TARGETS.get(key, key + " {}").format(f"{value:g}")
+
+
+def _metrics_line(m: dict[str, Any]) -> str:
+    ttft = (m.get("ttft_ms") or {}).get("p90", m.get("ttft_p90_ms"))
+    tpot = (m.get("tpot_ms") or {}).get("p90", m.get("tpot_p90_ms"))
+    return (
+        f"p90 TTFT {_num(ttft)} ms | p90 TPOT {_num(tpot)} ms | "
+        f"{_num(m.get('throughput_tok_s'), '.4g')} tok/s | "
+        f"{_num(m.get('energy_j_per_token'), '.3g')} J/tok"
+    )
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """The plan's result as text no wider than 80 columns."""
+    out: list[str] = []
+    out += _wrap(f"Plan: {doc['plan']} (model {doc['model']})", "", "")
+    wl = doc["workload"]
+    rate = f" at {_num(wl.get('rate_per_s'))} requests/s" if wl.get("rate_per_s") else ""
+    targets = ", ".join(_target_text(k, v) for k, v in doc["targets"].items())
+    out += _wrap(f"Workload: {wl['requests']} requests, {wl['arrival']} arrivals{rate}.", "", "")
+    out += _wrap(f"Targets: {targets}.", "", "")
+    sp, conf = doc["space"], doc["confirmation"]
+    excluded = sum(sp["excluded_by_constraints"].values())
+    screened = sum(sp["screened_out"].values())
+    out += _wrap(
+        f"Space: {sp['configurations']} configurations; {excluded} excluded by the "
+        f"constraints; the screen ruled out {screened} of {sp['admitted']} in "
+        f"{_num(doc['screen']['seconds'], '.2f')} s; the engine simulated "
+        f"{conf['engine_runs']} of the {sp['survivors']} survivors in {conf['rounds']} "
+        f"rounds; {conf['feasible']} meet every target"
+        + ("." if conf["complete"] else " (budget spent: not exhaustive)."),
+        "",
+        "",
+    )
+    out.append("")
+    rec = doc.get("recommendation")
+    if rec is None:
+        out += _wrap(f"No recommendation: {doc.get('why_no_recommendation', '')}.", "", "")
+    else:
+        out += _wrap(f"Recommendation: {rec['description']}", "", "")
+        out.append(f"  capex {_money(rec['capex_usd'])} | " + _metrics_line(rec["metrics"]))
+        out.append("Why:")
+        for reason in rec["reasons"]:
+            out += _wrap(reason, "  ", "  - ")
+    out.append("")
+    out.append("Cheapest feasible system per device type:")
+    for item in doc["per_device_type"]:
+        c = item.get("cheapest")
+        if c is None:
+            out += _wrap(f"{item['device']}: none — {item.get('why_none', '')}", "  ", "  ")
+        else:
+            out += _wrap(
+                f"{item['device']}: {_money(c['capex_usd'])} {c['description']}", "  ", "  "
+            )
+    for key, title in (
+        ("capex_vs_throughput", "Pareto front, capex vs throughput:"),
+        ("capex_vs_energy_per_token", "Pareto front, capex vs energy per token:"),
+    ):
+        out.append("")
+        out.append(title)
+        out.append(f"  {'capex':>10} {'tok/s':>8} {'J/tok':>6}  system")
+        for p in doc["pareto"][key]:
+            line = (
+                f"  {_money(p['capex_usd']):>10} {_num(p['throughput_tok_s'], '.4g'):>8} "
+                f"{_num(p['energy_j_per_token'], '.3g'):>6}  {p['description']}"
+            )
+            out.append(line if len(line) <= WIDTH else line[: WIDTH - 1] + "…")
+    sens = doc.get("sensitivity")
+    if sens:
+        out.append("")
+        text = sens.get("summary") or sens.get("why", "")
+        out += _wrap(f"Load sensitivity: {text}", "", "")
+    return "\n".join(out)
+
+
+class _Progress:
+    """tqdm bar on stderr fed by the planner's progress fractions."""
+
+    def __init__(self, enabled: bool | None) -> None:
+        self.bar = tqdm(
+            total=100,
+            file=sys.stderr,
+            disable=(not sys.stderr.isatty()) if enabled is None else not enabled,
+            unit="%",
+            desc="planning",
+            leave=False,
+        )
+        self.done = 0
+
+    def __call__(self, fraction: float) -> None:
+        pct = int(min(max(fraction, 0.0), 1.0) * 100)
+        if pct > self.done:
+            self.bar.update(pct - self.done)
+            self.done = pct
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+class Command(BaseCommand):
+    """Search a plan's space for the cheapest system that meets its targets."""
+
+    help = (
+        "Find the cheapest system in SPEC.json's space that meets its latency targets; "
+        "print the recommendation, Pareto fronts and load sensitivity (JSON or a table)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("spec", help="path to a plan document (JSON)")
+        parser.add_argument("--format", choices=("json", "table"), default="json")
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=1,
+            help="confirm each round in this many processes (default 1)",
+        )
+        group = parser.add_mutually_exclusive_group()
+        group.add_argument(
+            "--progress",
+            dest="progress",
+            action="store_true",
+            default=None,
+            help="always show the progress bar on stderr",
+        )
+        group.add_argument(
+            "--no-progress", dest="progress", action="store_false", help="never show it"
+        )
+
+    def _load(self, path: Path) -> Any:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        except UnicodeDecodeError:
+            raise CommandError(f"{path}: not UTF-8 text") from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CommandError(
+                f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path = Path(options["spec"])
+        processes = options["processes"]
+        if not 1 <= processes <= 64:
+            raise CommandError("--processes: must be between 1 and 64")
+        doc = self._load(path)
+        catalog = catalog_from_db()
+        try:
+            plan = parse_plan(
+                doc,
+                catalog,
+                traces=traces_from_db(trace_names(doc)),
+                trace_dir=path.resolve().parent,
+            )
+        except ScenarioValidationError as exc:
+            lines = [f"  {p}: {'; '.join(msgs)}" for p, msgs in exc.errors.items()]
+            msg = "invalid plan:\n" + "\n".join(lines)
+            if not catalog.models:
+                msg += "\n(the catalog is empty: run `manage.py seed_catalog` or `make setup`)"
+            raise CommandError(msg) from None
+        progress = _Progress(options["progress"])
+        try:
+            search = Search(plan, progress=progress)
+            if processes > 1:
+                with ProcessPoolEvaluator(plan, processes) as pool:
+                    result = search.run(pool)
+            else:
+                result = search.run()
+        except SpecError as exc:
+            raise CommandError(f"{exc.field}: {exc.message}") from None
+        finally:
+            progress.close()
+        result = _finite(result)
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(result, indent=2, allow_nan=False))
+        else:
+            self.stdout.write(render_table(result))

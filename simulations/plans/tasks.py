@@ -1,0 +1,314 @@
+"""Celery tasks of the capacity search: the stage task (screen, then decide after each round),
+the confirmation chunk task, and the reconciler.
+
+Flow: :func:`advance_plan` claims the screen stage, screens the space and fans the first
+round out as a Celery group of :func:`run_plan_chunk` tasks; each chunk records its
+configurations (unique per plan and key, the round's counter incremented with each row);
+the chunk that completes the round moves the plan to the decide stage, whose
+:func:`advance_plan` delivery reads every result, and either fans out the next round or —
+when nothing more can change the answer — runs the load sensitivity and stores the result.
+
+Reliability, as for runs (:mod:`simulations.tasks`, whose helpers are reused): ``acks_late``
+and ``reject_on_worker_lost``; soft < hard time limits; claims by conditional UPDATE that
+count deliveries in the database (at most ``HETPLANNER_MAX_ATTEMPTS``); a heartbeat thread
+(:class:`simulations.tasks.Heartbeat`); domain errors fail the plan with their message and
+are not retried; transient infrastructure errors are retried with backoff; messages are
+sent on commit; results are ignored (``task_ignore_result``), state lives in the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import OrderedDict
+from typing import Any
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
+from django.db import close_old_connections
+
+from simulations.core.planner import Evaluation, PlanSpec, Search, evaluate_config
+from simulations.core.planner.report import build_report
+from simulations.core.planner.sensitivity import load_sensitivity
+from simulations.core.planner.space import config_from_dict, config_to_dict
+from simulations.plans import services
+from simulations.plans.models import Plan
+from simulations.tasks import (
+    DOMAIN_ERRORS,
+    MAX_RETRIES,
+    TRANSIENT_ERRORS,
+    Heartbeat,
+    RunAbandonedError,
+    _describe,
+    worker_id,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Screened searches kept per worker process (a plan's decide stages reuse its screen).
+_CACHE_SIZE = 2
+_searches: OrderedDict[tuple[int, str], Search] = OrderedDict()
+_specs: OrderedDict[tuple[int, str], PlanSpec] = OrderedDict()
+
+
+class StageHeartbeat(Heartbeat):
+    """The run heartbeat thread, writing a plan stage's progress and heartbeat."""
+
+    def __init__(self, claim: services.StageClaim, interval: float) -> None:
+        super().__init__(claim.plan_id, claim.attempt, interval)
+        self.name = f"heartbeat-plan-{claim.plan_id}"
+        self.claim = claim
+        self.fraction = claim.progress / 100
+
+    def progress(self, fraction: float) -> None:
+        """Progress callback for the planner; never moves the stored progress back."""
+        super().progress(max(self.fraction, fraction))
+
+    def mark(self, percent: int) -> bool:
+        return services.stage_heartbeat(self.claim, percent)
+
+
+class ChunkHeartbeat(Heartbeat):
+    """The run heartbeat thread, refreshing a confirmation chunk's heartbeat."""
+
+    def __init__(self, claim: services.ChunkClaim, interval: float) -> None:
+        super().__init__(claim.plan_id, claim.attempt, interval)
+        self.name = f"heartbeat-plan-chunk-{claim.chunk_id}"
+        self.claim = claim
+
+    def mark(self, percent: int) -> bool:
+        return services.chunk_heartbeat(self.claim)
+
+
+def _digest(document: Any) -> str:
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
+
+
+def _plan_spec(plan_id: int, document: Any) -> PlanSpec:
+    key = (plan_id, _digest(document))
+    spec = _specs.get(key)
+    if spec is None:
+        spec = services.plan_validate(document)
+        _remember(_specs, key, spec)
+    return spec
+
+
+def _search(plan_id: int, document: Any, beat: StageHeartbeat) -> Search:
+    """The plan's screened search with every recorded result (screen reused in-process)."""
+    key = (plan_id, _digest(document))
+    search = _searches.get(key)
+    if search is None:
+        spec = _plan_spec(plan_id, document)
+        search = Search(spec, progress=beat.progress)
+        _remember(_searches, key, search)
+    search.progress = beat.progress
+    search.results = {}
+    search.engine_seconds = 0.0
+    for raw in services.recorded_evaluations(plan_id):
+        ev = Evaluation.from_dict(raw)
+        if ev.key not in search.by_key:
+            raise services_error(
+                f"configuration {ev.key!r} is no longer in the space (the catalog changed "
+                "while the plan ran)"
+            )
+        search.record(ev)
+    return search
+
+
+def services_error(message: str) -> Exception:
+    """A domain error for a plan whose stored results no longer match its space."""
+    from simulations.core.errors import SpecError
+
+    return SpecError("document", message)
+
+
+def _backoff(task: Any) -> float:
+    return get_exponential_backoff_interval(
+        factor=2, retries=task.request.retries, maximum=60, full_jitter=True
+    )
+
+
+def _advance(claim: services.StageClaim, beat: StageHeartbeat) -> str:
+    search = _search(claim.plan_id, claim.document, beat)
+    search.rounds = claim.round
+    counts = {
+        "admitted": search.admitted,
+        "survivors": len(search.candidates),
+        "confirmed": len(search.results),
+    }
+    batch = search.next_round()
+    if batch:
+        done = len(search.results)
+        pending = len(search.pending())
+        start = 10 + 75 * done // max(1, done + pending)
+        end = 10 + 75 * (done + len(batch)) // max(1, done + pending)
+        stored = services.stage_start_round(
+            claim,
+            [config_to_dict(c) for c in batch],
+            progress=start,
+            progress_end=end,
+            counts=counts,
+        )
+        return "round" if stored else "abandoned"
+    beat.progress(0.85)
+    sens = None
+    if search.plan.search.sensitivity:
+
+        def sub(frac: float) -> None:
+            beat.progress(0.85 + 0.14 * min(max(frac, 0.0), 1.0))
+
+        sens = load_sensitivity(search, progress=sub)
+    report = build_report(search, sens)
+    return "succeeded" if services.stage_finish(claim, report, counts) else "abandoned"
+
+
+@shared_task(
+    bind=True,
+    name="simulations.advance_plan",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
+    time_limit=settings.CELERY_TASK_TIME_LIMIT,
+    max_retries=MAX_RETRIES,
+)
+def advance_plan(self: Any, plan_id: int) -> str:
+    """Claim the plan's screen or decide stage and move the search on (see the module)."""
+    close_old_connections()
+    try:
+        claim = services.stage_claim(plan_id, worker=worker_id())
+    except TRANSIENT_ERRORS as exc:
+        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+    if claim is None:
+        return "not claimed"
+    beat = StageHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
+    beat.start()
+    try:
+        return _advance(claim, beat)
+    except RunAbandonedError:
+        logger.info("plan %s: stage %s attempt %s stopped", plan_id, claim.stage, claim.attempt)
+        return "abandoned"
+    except DOMAIN_ERRORS as exc:
+        services.stage_fail(claim, _describe(exc))
+        return "failed"
+    except SoftTimeLimitExceeded:
+        limit = (self.request.timelimit or (None, None))[1] or settings.CELERY_TASK_SOFT_TIME_LIMIT
+        services.stage_fail(claim, f"the {claim.stage} stage exceeded the time limit of {limit} s")
+        return "failed"
+    except TRANSIENT_ERRORS as exc:
+        if self.request.retries >= self.max_retries:
+            services.stage_fail(claim, f"infrastructure error: {exc}")
+            return "failed"
+        try:
+            services.stage_release(claim)
+        except TRANSIENT_ERRORS:
+            logger.warning("plan %s: could not release the stage; the reconciler will", plan_id)
+        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+    except Exception as exc:
+        # A bug, not bad input: retrying a deterministic search would fail the same way.
+        logger.exception("plan %s: internal error", plan_id)
+        services.stage_fail(claim, f"internal error: {type(exc).__name__}: {exc}")
+        return "failed"
+    finally:
+        beat.stop()
+
+
+def _confirm(claim: services.ChunkClaim, beat: ChunkHeartbeat) -> str:
+    document = Plan.objects.filter(pk=claim.plan_id).values_list("document", flat=True).first()
+    if document is None:
+        return "abandoned"
+    spec = _plan_spec(claim.plan_id, document)
+    done = services.recorded_keys(claim.plan_id, [c["key"] for c in claim.configs])
+    worker = worker_id()
+    for raw in claim.configs:
+        if beat.lost.is_set():
+            return "abandoned"
+        if raw["key"] in done:
+            continue
+        config = config_from_dict(raw, spec)
+        try:
+            ev = evaluate_config(spec, config)
+        except (SoftTimeLimitExceeded, *TRANSIENT_ERRORS):
+            raise
+        except Exception as exc:
+            # A bug in one configuration's simulation: recorded with no verdict, and the
+            # plan goes on (its result then says it is not exhaustive).
+            logger.exception("plan %s configuration %s: internal error", claim.plan_id, raw["key"])
+            ev = Evaluation(
+                config.key,
+                False,
+                error=f"no verdict: internal error: {type(exc).__name__}: {exc}",
+                unknown=True,
+            )
+        services.result_record(claim, ev.as_dict(), capex_usd=config.capex_usd, worker=worker)
+    services.chunk_done(claim)
+    return "done"
+
+
+@shared_task(
+    bind=True,
+    name="simulations.run_plan_chunk",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
+    time_limit=settings.CELERY_TASK_TIME_LIMIT,
+    max_retries=MAX_RETRIES,
+)
+def run_plan_chunk(self: Any, chunk_id: int) -> str:
+    """Claim a confirmation chunk, simulate its configurations and record each once."""
+    close_old_connections()
+    try:
+        claim = services.chunk_claim(chunk_id, worker=worker_id())
+    except TRANSIENT_ERRORS as exc:
+        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+    if claim is None:
+        return "not claimed"
+    beat = ChunkHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
+    beat.start()
+    try:
+        return _confirm(claim, beat)
+    except DOMAIN_ERRORS as exc:
+        services.chunk_give_up(claim, _describe(exc))
+        return "failed"
+    except SoftTimeLimitExceeded:
+        limit = (self.request.timelimit or (None, None))[1] or settings.CELERY_TASK_SOFT_TIME_LIMIT
+        services.chunk_give_up(claim, f"the chunk exceeded the time limit of {limit} s")
+        return "timed out"
+    except TRANSIENT_ERRORS as exc:
+        if self.request.retries >= self.max_retries:
+            services.chunk_give_up(claim, f"infrastructure error: {exc}")
+            return "failed"
+        try:
+            services.chunk_release(claim)
+        except TRANSIENT_ERRORS:
+            logger.warning("plan chunk %s: could not release; the reconciler will", chunk_id)
+        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+    finally:
+        beat.stop()
+
+
+@shared_task(name="simulations.reconcile_plans")
+def reconcile_plans() -> dict[str, list[int]]:
+    """Re-send stage and chunk tasks that lost workers or messages left behind."""
+    close_old_connections()
+    report = services.plans_reconcile()
+    out = {
+        "stages_requeued": report.stages_requeued,
+        "stages_resent": report.stages_resent,
+        "chunks_requeued": report.chunks_requeued,
+        "chunks_resent": report.chunks_resent,
+        "rounds_completed": report.rounds_completed,
+    }
+    if any(out.values()):
+        logger.info("reconcile plans: %s", out)
+    return out
