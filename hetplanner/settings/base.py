@@ -276,3 +276,10 @@ CACHES = {
         }
     )
 }
+
+# Capacity-search plans (issue 10): the reconciler re-sends lost stage and chunk tasks.
+CELERY_BEAT_SCHEDULE["reconcile-plans"] = {
+    "task": "simulations.reconcile_plans",
+    "schedule": HETPLANNER_RECONCILE_INTERVAL_S,
+    "options": {"expires": HETPLANNER_RECONCILE_INTERVAL_S},
+}
