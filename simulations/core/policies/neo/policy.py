@@ -33,8 +33,10 @@ from .sim import NeoSim
 from .tp import TensorParallelGpu, shard_model
 
 #: Options Neo and its baselines share, with SwiftLLM's defaults (Neo builds on SwiftLLM,
-#: §4; its engine_config: block 16, gpu_mem_utilization 0.99, max_batch_size 512,
-#: max_tokens_in_batch 3072 — github SwiftSeal03/swiftLLM swiftllm/engine_config.py).
+#: §4): block 16, max_batch_size 512, max_tokens_in_batch 3072 (github SwiftSeal03/swiftLLM,
+#: a SwiftLLM fork implementing Neo, swiftllm/engine_config.py) and gpu_mem_utilization
+#: 0.99 (github interestingLSY/swiftLLM examples; its profile_num_blocks sizes the KV cache
+#: from what a full-size forward pass leaves).
 SHARED_OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("block_size", int, 16, "tokens per KV-cache block (GPU and CPU caches)", 1, 1024),
     OptionSpec(

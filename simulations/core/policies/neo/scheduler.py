@@ -14,7 +14,9 @@ The six steps of §3.2, on the runqueues of :class:`~.sim.NeoSim`:
    stays in the GPU cache if it fits there, else it is swapped out layer by layer to the
    CPU cache; when neither cache has room, stop. At most ``max_batch`` requests are
    resident in the two caches together (the rows of the engine's block table: SwiftLLM's
-   ``max_seqs_in_block_table``, which Neo's harness sets to the batch limit).
+   ``max_seqs_in_block_table``, which the evaluation harness of a public SwiftLLM fork
+   implementing Neo sets to the batch limit — github SwiftSeal03/swiftLLM,
+   evaluation/server.py).
 4. *CPU decodes*: scan the CPU runqueue and put each request into batch-1 or batch-0 (the
    one with more slack when both would do) if ``T_ca0 ≤ T_l1 + T_ga0`` and
    ``T_ca1 ≤ T_l0`` still hold, else skip it for this iteration.
@@ -24,8 +26,9 @@ The six steps of §3.2, on the runqueues of :class:`~.sim.NeoSim`:
    of its GEMMs, :attr:`~.costs.StageCosts.saturation_tokens`). The paper's text states no
    such floor; without one, a lightly loaded CPU makes step 5 drop every swap-out prefill,
    the CPU runqueue never grows and Neo never offloads (a fixed point of the literal
-   rules). Neo's released scheduler keeps batch-0 at ``linr_S_threshold`` = 128 tokens
-   for the same reason; the ridge point is that threshold derived from the device model.
+   rules). That fork's scheduler (swiftllm/server/scheduler.py) keeps batch-0 at
+   ``linr_S_threshold`` = 128 tokens for the same reason; the ridge point is that
+   threshold derived from the device model (≈ 100–150 tokens for T4, A10G, H100).
 6. *Decide*: the GPU-only schedule is batch-0 without step 4's CPU decodes; pick whichever
    of the two has the higher estimated requests per second, ``x / T`` (each request in an
    iteration yields one token), with ``T ≈ L × (max{T_l0, T_ca1} + max{T_l1 + T_ga0,
