@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError, RestrictedError
 from rest_framework import status
@@ -32,6 +33,11 @@ def django_errors(exc: DjangoValidationError) -> dict[str, Any]:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler plus the domain errors above."""
+    if isinstance(exc, RequestDataTooBig):
+        return Response(
+            {"detail": f"Request body too large: {exc}"},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     if isinstance(exc, DjangoValidationError):
         return Response(django_errors(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, ScenarioValidationError):

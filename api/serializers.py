@@ -23,6 +23,7 @@ from api.models import ApiToken
 from simulations import selectors
 from simulations.adapters import device_spec, model_spec, runtime_spec
 from simulations.choices import (
+    ArrivalKind,
     DeviceKind,
     FfnKind,
     LinkKind,
@@ -549,6 +550,18 @@ class WorkloadSerializer(serializers.ModelSerializer):
         if clash.exists():
             raise serializers.ValidationError("You already have a workload with this name.")
         return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        merged = {
+            key: attrs.get(key, getattr(self.instance, key, None))
+            for key in ("arrival_kind", "rate_per_s", "trace")
+        }
+        kind = merged["arrival_kind"] or ArrivalKind.CLOSED
+        if kind == ArrivalKind.POISSON and merged["rate_per_s"] is None:
+            raise serializers.ValidationError({"rate_per_s": ["Poisson arrivals need a rate."]})
+        if kind == ArrivalKind.TRACE and merged["trace"] is None:
+            raise serializers.ValidationError({"trace": ["Trace arrivals need a trace."]})
+        return attrs
 
     @staticmethod
     def _workload_errors(exc: ScenarioValidationError) -> serializers.ValidationError:
