@@ -3,7 +3,6 @@ times) on an A10G + g5.4xlarge host CPU simulate in under 3 s on one core."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,10 +11,8 @@ from simulations.core.catalog import builtin_catalog
 from simulations.core.engine.requests import RequestSet
 from simulations.core.policies.neo import NeoPolicy
 from simulations.core.spec import DevicePlacement, SystemSpec
-from simulations.core.traces import load_azure_trace
+from simulations.core.traces import AZURE_CODE, load_bundled_trace
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-TRACE = TRACES / "AzureLLMInferenceTrace_code.csv"
 REQUESTS = 5000
 
 
@@ -24,7 +21,7 @@ def test_bench_neo_code_trace_a10g(benchmark: Any) -> None:
         name="neo: 5,000 code-trace requests, A10G + g5.4xlarge CPU", unit="s", target=3.0
     )
     cat = builtin_catalog()
-    trace = load_azure_trace(TRACE)
+    trace = load_bundled_trace(AZURE_CODE)
     requests = RequestSet.from_lists(
         np.asarray(trace.arrival_s[:REQUESTS]),
         list(trace.input_tokens[:REQUESTS]),

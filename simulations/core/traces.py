@@ -22,6 +22,12 @@ from simulations.core.spec import TraceData
 
 HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
+#: The Azure LLM inference traces shipped with the repository (exact copies; see the README
+#: there): the conversation trace and the code trace the papers use.
+BUNDLED_TRACE_DIR = Path(__file__).resolve().parents[2] / "examples" / "traces"
+AZURE_CONV = "AzureLLMInferenceTrace_conv.csv"
+AZURE_CODE = "AzureLLMInferenceTrace_code.csv"
+
 #: Tokens per request above this are rejected as absurd (no model has a 10M-token window).
 MAX_TOKENS = 10_000_000
 
@@ -135,3 +141,8 @@ def load_azure_trace(path: str | Path) -> TraceData:
     except UnicodeDecodeError as exc:
         raise SpecError("trace", f"{p.name} is not UTF-8 text (byte {exc.start})") from None
     return parse_azure_trace(text, name=p.name)
+
+
+def load_bundled_trace(filename: str) -> TraceData:
+    """Load one of the Azure traces shipped in ``examples/traces/`` (e.g. :data:`AZURE_CODE`)."""
+    return load_azure_trace(BUNDLED_TRACE_DIR / filename)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from simulations.core.errors import SpecError
-from simulations.core.traces import load_azure_trace, parse_azure_trace
+from simulations.core.traces import BUNDLED_TRACE_DIR, load_azure_trace, parse_azure_trace
 
-TRACES = Path("/work/shared/traces")
+TRACES = BUNDLED_TRACE_DIR
 HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
 
 
@@ -88,7 +88,6 @@ def test_it_reports_an_unreadable_file(tmp_path: Path) -> None:
         load_azure_trace(tmp_path / "missing.csv")
 
 
-@pytest.mark.skipif(not TRACES.exists(), reason="shared Azure traces not present")
 @pytest.mark.parametrize(
     ("filename", "rows", "span_s"),
     [

@@ -62,7 +62,7 @@ from simulations.core.errors import CapacityError
 from simulations.core.policies.neo import FastDecodePlusPolicy, GpuOnlyPolicy, NeoPolicy
 from simulations.core.policies.neo.policy import NeoBasePolicy
 from simulations.core.spec import DevicePlacement, SystemSpec
-from simulations.core.traces import load_azure_trace
+from simulations.core.traces import AZURE_CODE, load_bundled_trace
 
 from .base import Check, runner
 from .targets import target
@@ -133,15 +133,8 @@ class BoundCheck(Check):
 
 @cache
 def _code_trace() -> tuple[np.ndarray, np.ndarray]:
-    from pathlib import Path
-
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        path = parent / "shared" / "traces" / "AzureLLMInferenceTrace_code.csv"
-        if path.exists():
-            tr = load_azure_trace(path)
-            return np.asarray(tr.input_tokens), np.asarray(tr.output_tokens)
-    raise FileNotFoundError("AzureLLMInferenceTrace_code.csv not found beside the repository")
+    tr = load_bundled_trace(AZURE_CODE)
+    return np.asarray(tr.input_tokens), np.asarray(tr.output_tokens)
 
 
 @cache
