@@ -17,6 +17,7 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from itertools import product
 from typing import Any
 
@@ -112,7 +113,14 @@ class Group:
 
 
 def _value_text(v: Any) -> str:
-    return json.dumps(v) if not isinstance(v, str) else v
+    return _value_text_cached(type(v).__name__, v)
+
+
+@cache
+def _value_text_cached(kind: str, v: Any) -> str:
+    # Option values are few and hashable; keys are built for every survivor. The type name
+    # is part of the key so that True and 1 (equal, same hash) stay distinct.
+    return v if kind == "str" else json.dumps(v)
 
 
 def config_key(sig: Signature, counts: tuple[int, ...], plan: PlanSpec) -> str:
