@@ -101,3 +101,29 @@ def test_only_survivors_were_simulated_and_they_are_fewer_than_the_space(case: t
             ev.metrics.get("throughput_tok_s") or 0.0,
             truth[key][1].metrics.get("throughput_tok_s") or 0.0,
         )
+
+
+def test_with_a_tolerance_every_feasible_configuration_is_covered_by_the_fronts(
+    case: tuple,
+) -> None:
+    search, truth, _ = case
+    doc_tol = 0.02
+    plan = search.plan
+    from dataclasses import replace
+
+    tolerant = Search(replace(plan, search=replace(plan.search, pareto_tolerance=doc_tol)))
+    report = tolerant.run()
+    assert report["confirmation"]["engine_runs"] <= len(search.results)
+    thr = report["pareto"]["capex_vs_throughput"]
+    energy = report["pareto"]["capex_vs_energy_per_token"]
+    for cfg, ev in best_feasible(truth):
+        assert any(
+            p["capex_usd"] <= cfg.capex_usd
+            and p["throughput_tok_s"] >= ev.throughput_tok_s * (1 - doc_tol) * (1 - 1e-9)
+            for p in thr
+        ), cfg.key
+        assert any(
+            p["capex_usd"] <= cfg.capex_usd
+            and p["energy_j_per_token"] <= ev.energy_j_per_token * (1 + doc_tol) * (1 + 1e-9)
+            for p in energy
+        ), cfg.key
