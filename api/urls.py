@@ -1,7 +1,7 @@
 """API routes under /api/: the catalog, workloads, scenarios, runs, sweeps, policies, API
 tokens, the OpenAPI schema (/api/schema/) and Swagger UI (/api/docs/)."""
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
@@ -25,4 +25,6 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("", include(router.urls)),
+    # Anything else under /api/ (e.g. an id that is not a number): JSON 404, not HTML.
+    re_path(r"^.*$", views.NotFoundView.as_view(), name="not-found"),
 ]

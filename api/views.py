@@ -32,8 +32,10 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from api import serializers as s
+from api.filters import StrictFilterSet, StrictQueryMixin
 from api.models import ApiToken, hash_key, new_key
 from api.pagination import Pagination
 from api.parsers import BoundedJSONParser, BoundedMultiPartParser
@@ -68,7 +70,7 @@ def _lock_user(user: Any) -> None:
 # --- catalog ---------------------------------------------------------------------------------
 
 
-class DeviceFilter(filters.FilterSet):
+class DeviceFilter(StrictFilterSet):
     """Devices by kind and vendor."""
 
     kind = filters.ChoiceFilter(choices=s.DeviceKind.choices)
@@ -86,7 +88,7 @@ class DeviceFilter(filters.FilterSet):
     update=extend_schema(summary="Replace a device (staff)", tags=["catalog"]),
     destroy=extend_schema(summary="Delete a device (staff)", tags=["catalog"]),
 )
-class DeviceViewSet(viewsets.ModelViewSet):
+class DeviceViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """Devices: read for everyone signed in, write for staff."""
 
     serializer_class = s.DeviceSerializer
@@ -102,7 +104,7 @@ class DeviceViewSet(viewsets.ModelViewSet):
         return selectors.device_list()
 
 
-class RuntimeFilter(filters.FilterSet):
+class RuntimeFilter(StrictFilterSet):
     """Runtime profiles by device kind."""
 
     device_kind = filters.ChoiceFilter(choices=s.DeviceKind.choices)
@@ -119,7 +121,7 @@ class RuntimeFilter(filters.FilterSet):
     update=extend_schema(summary="Replace a runtime profile (staff)", tags=["catalog"]),
     destroy=extend_schema(summary="Delete a runtime profile (staff)", tags=["catalog"]),
 )
-class RuntimeProfileViewSet(viewsets.ModelViewSet):
+class RuntimeProfileViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """Runtime profiles (software stacks): read for everyone signed in, write for staff."""
 
     serializer_class = s.RuntimeProfileSerializer
@@ -142,7 +144,7 @@ class RuntimeProfileViewSet(viewsets.ModelViewSet):
     update=extend_schema(summary="Replace a model (staff)", tags=["catalog"]),
     destroy=extend_schema(summary="Delete a model (staff)", tags=["catalog"]),
 )
-class LLMModelViewSet(viewsets.ModelViewSet):
+class LLMModelViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """LLM models: read for everyone signed in, write (and Hugging Face import) for staff."""
 
     serializer_class = s.LLMModelSerializer
@@ -187,6 +189,7 @@ class LLMModelViewSet(viewsets.ModelViewSet):
     destroy=extend_schema(summary="Delete a trace (its uploader or staff)", tags=["workloads"]),
 )
 class TraceViewSet(
+    StrictQueryMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.DestroyModelMixin,
@@ -250,7 +253,7 @@ class TraceViewSet(
 # --- workloads and scenarios -----------------------------------------------------------------
 
 
-class OwnedFilter(filters.FilterSet):
+class OwnedFilter(StrictFilterSet):
     """``mine=true`` keeps the caller's own rows; ``shared`` filters on the sharing flag."""
 
     mine = filters.BooleanFilter(method="filter_mine", label="Only my own rows")
@@ -276,7 +279,7 @@ class WorkloadFilter(OwnedFilter):
     partial_update=extend_schema(summary="Change a workload (owner)", tags=["workloads"]),
     destroy=extend_schema(summary="Delete a workload (owner)", tags=["workloads"]),
 )
-class WorkloadViewSet(viewsets.ModelViewSet):
+class WorkloadViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """Workloads: owned, optionally shared read-only."""
 
     serializer_class = s.WorkloadSerializer
@@ -307,7 +310,7 @@ class ScenarioFilter(OwnedFilter):
     partial_update=extend_schema(summary="Change a scenario (owner)", tags=["scenarios"]),
     destroy=extend_schema(summary="Delete a scenario without runs (owner)", tags=["scenarios"]),
 )
-class ScenarioViewSet(viewsets.ModelViewSet):
+class ScenarioViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """Scenario documents: owned, optionally shared read-only."""
 
     serializer_class = s.ScenarioSerializer
@@ -323,7 +326,7 @@ class ScenarioViewSet(viewsets.ModelViewSet):
 # --- runs ------------------------------------------------------------------------------------
 
 
-class RunFilter(filters.FilterSet):
+class RunFilter(StrictFilterSet):
     """Runs by status and scenario."""
 
     status = filters.ChoiceFilter(choices=RunStatus.choices)
@@ -346,6 +349,7 @@ def result_table(result: dict[str, Any]) -> dict[str, Any]:
     ),
 )
 class RunViewSet(
+    StrictQueryMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.CreateModelMixin,
@@ -463,7 +467,7 @@ def _policy_entry(name: str) -> dict[str, Any]:
     list=extend_schema(summary="Registered scheduling policies", tags=["policies"]),
     retrieve=extend_schema(summary="A policy: roles, options, defaults", tags=["policies"]),
 )
-class PolicyViewSet(viewsets.ViewSet):
+class PolicyViewSet(StrictQueryMixin, viewsets.ViewSet):
     """The policy registry of the simulation core: names, device roles, option schemas and
     defaults (what the scenario builder renders)."""
 
@@ -489,7 +493,7 @@ class PolicyViewSet(viewsets.ViewSet):
 # --- sweeps ----------------------------------------------------------------------------------
 
 
-class SweepFilter(filters.FilterSet):
+class SweepFilter(StrictFilterSet):
     """Sweeps by status."""
 
     status = filters.ChoiceFilter(choices=SweepStatus.choices)
@@ -519,6 +523,7 @@ def sweep_table(sweep: Any, results: QuerySet[Any]) -> dict[str, Any]:
     retrieve=extend_schema(summary="A sweep: counters, progress, summary", tags=["sweeps"]),
 )
 class SweepViewSet(
+    StrictQueryMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.CreateModelMixin,
@@ -640,6 +645,7 @@ class SweepViewSet(
     destroy=extend_schema(summary="Revoke an API token", tags=["auth"]),
 )
 class ApiTokenViewSet(
+    StrictQueryMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.CreateModelMixin,
@@ -694,6 +700,17 @@ class ApiTokenViewSet(
             )
         token.key = key  # type: ignore[attr-defined]
         return Response(s.ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+
+class NotFoundView(StrictQueryMixin, APIView):
+    """Any other path under /api/: a JSON 404 for signed-in callers (401 for the rest)."""
+
+    schema = None  # not an operation of the API
+
+    def _not_found(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        raise NotFound("No such endpoint or object.")
+
+    get = post = put = patch = delete = _not_found
 
 
 __all__ = [

@@ -229,16 +229,16 @@ CELERY_BEAT_SCHEDULE["reconcile-sweeps"] = {
 
 REST_FRAMEWORK.update(
     {
+        # Token first: an anonymous request then gets 401 with "WWW-Authenticate: Token".
         "DEFAULT_AUTHENTICATION_CLASSES": [
             "api.authentication.ApiTokenAuthentication",
+            "rest_framework.authentication.SessionAuthentication",
         ],
         "DEFAULT_PAGINATION_CLASS": "api.pagination.Pagination",
         "DEFAULT_FILTER_BACKENDS": [
-        # Token first: an anonymous request then gets 401 with "WWW-Authenticate: Token".
-            "django_filters.rest_framework.DjangoFilterBackend",
-            "rest_framework.filters.OrderingFilter",
+            "api.filters.StrictFilterBackend",
+            "api.filters.StrictOrderingFilter",
         ],
-            "rest_framework.authentication.SessionAuthentication",
         "DEFAULT_THROTTLE_CLASSES": ["api.throttles.UserRateThrottle"],
         "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
         "EXCEPTION_HANDLER": "api.exceptions.exception_handler",

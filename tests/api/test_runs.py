@@ -151,8 +151,13 @@ def test_runs_list_filters_orders_and_pages_at_most_100(user: Any, alice: APICli
     SimulationRunFactory(
         scenario=scenario, status=RunStatus.CANCELLED, finished_at="2026-01-01T00:00:00Z"
     )
-    page = alice.get("/api/runs/?page_size=1000").json()
+    too_big = alice.get("/api/runs/?page_size=1000")
+    assert too_big.status_code == 400 and "page_size" in too_big.json()
+    page = alice.get("/api/runs/?page_size=100").json()
     assert page["count"] == 106 and len(page["results"]) == 100 and page["next"]
+    assert len(alice.get(page["next"]).json()["results"]) == 6
+    for bad in ("page=0", "page=x", "page_size=0", "page_size=2&page_size=3", "ordering=owner"):
+        assert alice.get(f"/api/runs/?{bad}").status_code == 400, bad
     cancelled = alice.get("/api/runs/?status=cancelled").json()
     assert [r["status"] for r in cancelled["results"]] == ["cancelled"]
     assert alice.get("/api/runs/?status=bogus").status_code == 400
