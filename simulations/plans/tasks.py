@@ -178,6 +178,7 @@ def _advance(claim: services.StageClaim, beat: StageHeartbeat) -> str:
     name="simulations.advance_plan",
     acks_late=True,
     reject_on_worker_lost=True,
+    ignore_result=True,
     soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
     time_limit=settings.CELERY_TASK_TIME_LIMIT,
     max_retries=MAX_RETRIES,
@@ -260,6 +261,7 @@ def _confirm(claim: services.ChunkClaim, beat: ChunkHeartbeat) -> str:
     name="simulations.run_plan_chunk",
     acks_late=True,
     reject_on_worker_lost=True,
+    ignore_result=True,
     soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
     time_limit=settings.CELERY_TASK_TIME_LIMIT,
     max_retries=MAX_RETRIES,
@@ -297,7 +299,7 @@ def run_plan_chunk(self: Any, chunk_id: int) -> str:
         beat.stop()
 
 
-@shared_task(name="simulations.reconcile_plans")
+@shared_task(name="simulations.reconcile_plans", ignore_result=True)
 def reconcile_plans() -> dict[str, list[int]]:
     """Re-send stage and chunk tasks that lost workers or messages left behind."""
     close_old_connections()
