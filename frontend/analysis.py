@@ -1,0 +1,200 @@
+"""Figures the pages derive from the simulation core beyond the stored result document:
+model size facts, roofline data with a scenario's operating points, and H2M2's HBM
+footprint by sublayer. Everything here calls :mod:`simulations.core` (pure Python); nothing
+is stored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simulations.core import roofline
+from simulations.core.errors import CapacityError, SpecError
+from simulations.core.graph import layer_weight_params
+from simulations.core.spec import (
+    DeviceKind,
+    DeviceSpec,
+    LengthDist,
+    LengthDistKind,
+    ModelSpec,
+    RuntimeProfile,
+    ScenarioSpec,
+    SystemSpec,
+    TraceData,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Device kinds whose cost model the roofline helper can evaluate.
+ROOFLINE_KINDS = (DeviceKind.GPU, DeviceKind.FPGA, DeviceKind.NPU, DeviceKind.CPU)
+#: Sequence lengths at which the H2M2 footprint is shown, at most.
+H2M2_POINTS = 8
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """Size figures of a model (from its shapes)."""
+
+    parameters: int
+    layer_parameters: int
+    embedding_parameters: int
+    kv_bytes_per_token_fp16: float
+    kv_bytes_per_token_int8: float
+    weights_gb_fp16: float
+    kv_gb_at_max_context_fp16: float
+    gqa_group: int
+
+
+def model_facts(model: ModelSpec) -> ModelFacts:
+    """Parameter count (GEMMs of every layer, the embedding, the LM head unless tied, the
+    norms) and KV-cache bytes per token (2 × layers × KV heads × head dim × bytes)."""
+    per_layer = layer_weight_params(model)
+    emb = model.vocab_size * model.hidden_size
+    head = 0 if model.tied_embeddings else emb
+    norms = (2 * model.n_layers + 1) * model.hidden_size
+    total = model.n_layers * per_layer + emb + head + norms
+    kv16 = model.kv_bytes_per_token(16)
+    return ModelFacts(
+        parameters=total,
+        layer_parameters=per_layer,
+        embedding_parameters=emb + head,
+        kv_bytes_per_token_fp16=kv16,
+        kv_bytes_per_token_int8=model.kv_bytes_per_token(8),
+        weights_gb_fp16=total * 2 / 1e9,
+        kv_gb_at_max_context_fp16=kv16 * model.max_context / 1e9,
+        gqa_group=model.gqa_group,
+    )
+
+
+def representative_length(dist: LengthDist, trace: Sequence[int] | None) -> int:
+    """A length standing for a distribution: the fixed value, the midpoint of a uniform,
+    the median of a log-normal or of the trace's lengths."""
+    kind = LengthDistKind(dist.kind)
+    if kind is LengthDistKind.FIXED and dist.value is not None:
+        return int(dist.value)
+    if kind is LengthDistKind.UNIFORM and dist.low is not None and dist.high is not None:
+        return round((dist.low + dist.high) / 2)
+    if kind is LengthDistKind.LOGNORMAL and dist.median is not None:
+        value = dist.median
+        if dist.low is not None:
+            value = max(value, dist.low)
+        if dist.high is not None:
+            value = min(value, dist.high)
+        return max(1, round(value))
+    if trace:
+        return max(1, int(np.median(np.asarray(trace))))
+    return 1
+
+
+def representative_lengths(spec: ScenarioSpec) -> tuple[int, int]:
+    """(prompt, output) tokens standing for the scenario's workload, within the context."""
+    wl = spec.workload
+    trace: TraceData | None = wl.trace
+    prompt = representative_length(wl.input_tokens, trace.input_tokens if trace else None)
+    output = representative_length(wl.output_tokens, trace.output_tokens if trace else None)
+    prompt = min(prompt, spec.model.max_context - 1)
+    output = max(1, min(output, spec.model.max_context - prompt))
+    return prompt, output
+
+
+def device_roofs(device: DeviceSpec, runtimes: Sequence[RuntimeProfile]) -> list[dict[str, Any]]:
+    """The roof of ``device`` under each runtime profile of its kind."""
+    out = []
+    for rt in runtimes:
+        if rt.device_kind is not device.kind:
+            continue
+        try:
+            out.append(roofline.roof(device, rt))
+        except (SpecError, ValueError, ZeroDivisionError) as exc:
+            logger.info("no roof for %s under %s: %s", device.slug, rt.slug, exc)
+    return out
+
+
+def scenario_rooflines(
+    spec: ScenarioSpec, *, batch: int = 1
+) -> tuple[list[dict[str, Any]], list[str], tuple[int, int]]:
+    """Roofs and operating points of every distinct (device, runtime) of the scenario at its
+    representative lengths; also the notes on pairs that could not be placed."""
+    prompt, output = representative_lengths(spec)
+    seen: set[tuple[str, str]] = set()
+    series: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for system in spec.systems:
+        for p in system.devices:
+            key = (p.device.slug, p.runtime.slug)
+            if key in seen:
+                continue
+            seen.add(key)
+            if p.device.kind not in ROOFLINE_KINDS:
+                notes.append(
+                    f"{p.device.slug}: no single-device roofline for {p.device.kind.value} devices"
+                )
+                continue
+            try:
+                entry = roofline.roof(p.device, p.runtime)
+                entry["points"] = roofline.phase_points(
+                    p.device, p.runtime, spec.model, prompt, output, batch
+                )
+            except (SpecError, CapacityError, ValueError, KeyError, ZeroDivisionError) as exc:
+                notes.append(f"{p.device.slug} ({p.runtime.slug}): {exc}")
+                continue
+            series.append(entry)
+    return series, notes, (prompt, output)
+
+
+def h2m2_footprints(
+    system: SystemSpec, spec: ScenarioSpec
+) -> tuple[list[dict[str, Any]], str | None]:
+    """HBM footprint by sublayer of an ``h2m2`` system's mapping at sequence lengths from the
+    representative prompt to prompt + output, for a full batch (H2M2 Fig. 14).
+
+    Returns the rows and, when the system's mapping keeps no head-aware split (LPDDR-only,
+    hierarchical, 8-HBM), a note instead of rows.
+    """
+    from simulations.core.policies import get_policy
+    from simulations.core.policies.h2m2.evaluate import MappingTables
+    from simulations.core.policies.h2m2.hardware import H2M2Hardware
+    from simulations.core.policies.h2m2.kernels import LayerShapes
+    from simulations.core.policies.h2m2.mapping import run_system
+    from simulations.core.policies.h2m2.workload import Point
+
+    opts = get_policy(system.policy).resolve_options(system.options)
+    mapping = str(opts["mapping"])
+    batch = int(min(int(opts["max_batch"]), spec.workload.requests))
+    hw = H2M2Hardware.from_placements(system.devices)
+    shapes = LayerShapes.of(spec.model, system.devices[0].runtime)
+    prompt, output = representative_lengths(spec)
+    seqs = np.unique(np.linspace(prompt + 1, prompt + output, H2M2_POINTS).round().astype(int))
+    rows: list[dict[str, Any]] = []
+    for seq in seqs.tolist():
+        point = Point(batch, float(seq))
+        try:
+            ev = run_system(shapes, hw, point, mapping)
+        except (SpecError, CapacityError) as exc:
+            return rows, f"S{seq}: {exc}"
+        if ev.mapping is None:
+            return [], (
+                f"mapping {mapping!r} keeps every sublayer on one memory (no head-aware split "
+                "to break down)"
+            )
+        tab = MappingTables(shapes, hw, point)
+        idx = {"qkv": ev.mapping.n_qkv, "attn": ev.mapping.n_attn, "fc": ev.mapping.n_fc}
+        hbm = {k: float(tab.cap[k][0][i]) / 1e9 for k, i in idx.items()}
+        hbm["act"] = tab.act_bytes / 1e9
+        rows.append(
+            {
+                "seq_len": seq,
+                "batch": batch,
+                "units": int(tab.N),
+                "mapping": list(ev.mapping.as_tuple()),
+                "hbm_gb": hbm,
+                "hbm_total_gb": sum(hbm.values()),
+                "hbm_capacity_gb": hw.hbm.capacity_bytes / 1e9,
+            }
+        )
+    return rows, None

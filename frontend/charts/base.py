@@ -1,0 +1,121 @@
+"""What every chart shares: the look, the JSON a page embeds, and small helpers.
+
+Figures are built server-side with plotly.py (``plotly.graph_objects``) and embedded in the
+page as JSON (``<script type="application/json">``); ``frontend/static/frontend/app.js``
+hands them to the Plotly bundle that whitenoise serves from the app's static files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+#: Colours of the series (colour-blind friendly, Okabe–Ito order).
+PALETTE = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#D55E00",
+    "#CC79A7",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+    "#8C564B",
+    "#7F7F7F",
+)
+
+#: A small template (the named plotly templates add ~8 kB to every figure).
+TEMPLATE = go.layout.Template(
+    layout={
+        "font": {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12},
+        "colorway": list(PALETTE),
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#ffffff",
+        "hoverlabel": {"namelength": -1},
+        "xaxis": {"gridcolor": "#e8ebef", "zerolinecolor": "#c9ced6", "automargin": True},
+        "yaxis": {"gridcolor": "#e8ebef", "zerolinecolor": "#c9ced6", "automargin": True},
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        "margin": {"l": 60, "r": 20, "t": 80, "b": 60},
+    }
+)
+
+
+def new_figure(title: str, *, height: int = 420, **layout: Any) -> go.Figure:
+    """An empty figure with the site's look and a title."""
+    fig = go.Figure()
+    fig.update_layout(template=TEMPLATE, title={"text": title, "x": 0}, height=height, **layout)
+    return fig
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A figure ready for a page: its element id, title and Plotly JSON."""
+
+    id: str
+    title: str
+    json: str
+    traces: int
+
+    @property
+    def script_json(self) -> str:
+        """The JSON, safe inside ``<script type="application/json">`` (as ``json_script``)."""
+        return self.json.replace("&", "\\u0026").replace("<", "\\u003C").replace(">", "\\u003E")
+
+
+def chart(chart_id: str, fig: go.Figure) -> Chart:
+    """``fig`` as a :class:`Chart` with element id ``chart_id``."""
+    title = fig.layout.title.text or chart_id
+    return Chart(id=chart_id, title=title, json=fig.to_json(), traces=len(fig.data))
+
+
+def figure_dict(fig: go.Figure) -> dict[str, Any]:
+    """``fig`` as plain JSON data (for a JSON endpoint)."""
+    return json.loads(fig.to_json())
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float if it is a finite number, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def colour(i: int) -> str:
+    """The ``i``-th series colour."""
+    return PALETTE[i % len(PALETTE)]
+
+
+def short(text: str, limit: int = 28) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def unique_labels(names: Iterable[str], limit: int = 28) -> list[str]:
+    """Shortened names, kept distinct (a suffix numbers repeats)."""
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    for name in names:
+        label = short(name, limit)
+        if label in seen:
+            seen[label] += 1
+            label = f"{short(name, limit - 3)} #{seen[label]}"
+        else:
+            seen[label] = 1
+        out.append(label)
+    return out
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A number for hover text and tables (``n/a`` when missing)."""
+    v = finite(value)
+    if v is None:
+        return "n/a"
+    if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-3):
+        return f"{v:.{digits - 1}e}"
+    return f"{v:,.{digits}g}" if abs(v) < 1e4 else f"{v:,.0f}"

@@ -1,0 +1,232 @@
+"""Django forms of the dashboard (the scenario builder has its own module, ``builder``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.validators import RegexValidator
+
+from simulations.core import scenario as rules
+from simulations.models import slug_validator
+
+#: Largest config.json accepted (bytes).
+MAX_CONFIG_BYTES = 1024 * 1024
+#: Largest trace upload through the page (bytes).
+MAX_TRACE_UPLOAD_BYTES = 32 * 1024 * 1024
+
+
+class HfImportForm(forms.Form):
+    """Import a model from a Hugging Face ``config.json``, pasted or uploaded."""
+
+    slug = forms.CharField(
+        max_length=64,
+        validators=[slug_validator],
+        help_text="Identifier scenarios will use (lowercase, e.g. my-llama-3b).",
+    )
+    name = forms.CharField(max_length=200, required=False, help_text="Display name.")
+    origin = forms.CharField(
+        max_length=500,
+        required=False,
+        help_text="Where the config comes from (e.g. the Hugging Face repository and revision).",
+    )
+    config = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+        required=False,
+        help_text="Paste config.json here, or upload it below.",
+    )
+    config_file = forms.FileField(required=False, help_text="config.json (at most 1 MiB).")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        upload = data.get("config_file")
+        if upload is not None:
+            if upload.size > MAX_CONFIG_BYTES:
+                self.add_error("config_file", "config.json is larger than 1 MiB")
+            else:
+                data["config"] = upload.read().decode("utf-8", errors="replace")
+        if not (data.get("config") or "").strip():
+            self.add_error("config", "paste a config.json or upload one")
+        elif len(data["config"]) > MAX_CONFIG_BYTES:
+            self.add_error("config", "config.json is larger than 1 MiB")
+        return data
+
+    def config_text(self) -> str:
+        """The config.json text (pasted or uploaded)."""
+        return str(self.cleaned_data.get("config") or "")
+
+
+LENGTH_CHOICES = [
+    ("fixed", "fixed"),
+    ("uniform", "uniform"),
+    ("lognormal", "log-normal"),
+    ("trace", "from the trace"),
+]
+ARRIVAL_CHOICES = [
+    ("closed", "closed (all at t = 0)"),
+    ("poisson", "Poisson"),
+    ("trace", "trace timestamps"),
+]
+
+
+class WorkloadForm(forms.Form):
+    """The workload editor: request count, length distributions, arrivals, seed."""
+
+    name = forms.CharField(max_length=200)
+    shared = forms.BooleanField(required=False, help_text="Other users may read it.")
+    requests = forms.IntegerField(
+        min_value=1, max_value=rules.MAX_REQUESTS, help_text="Requests to simulate."
+    )
+    in_dist = forms.ChoiceField(choices=LENGTH_CHOICES, label="Prompt length")
+    in_value = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
+    in_low = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
+    in_high = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
+    in_median = forms.FloatField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
+    in_sigma = forms.FloatField(required=False, min_value=0.0001, max_value=rules.MAX_SIGMA)
+    out_dist = forms.ChoiceField(choices=LENGTH_CHOICES, label="Output length")
+    out_value = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
+    out_low = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
+    out_high = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
+    out_median = forms.FloatField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
+    out_sigma = forms.FloatField(required=False, min_value=0.0001, max_value=rules.MAX_SIGMA)
+    arrival = forms.ChoiceField(choices=ARRIVAL_CHOICES)
+    rate_per_s = forms.FloatField(
+        required=False,
+        min_value=1e-9,
+        max_value=rules.MAX_RATE_PER_S,
+        label="Rate (requests/s)",
+    )
+    trace = forms.ChoiceField(choices=[("", "—")], required=False)
+    time_scale = forms.FloatField(
+        required=False, min_value=1e-9, max_value=rules.MAX_TIME_SCALE, initial=1.0
+    )
+    seed = forms.IntegerField(min_value=0, max_value=rules.MAX_SEED, initial=0)
+
+    def __init__(self, *args: Any, traces: list[tuple[str, str]] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fields["trace"].choices = [("", "—"), *(traces or [])]
+
+    def _length(self, prefix: str) -> Any:
+        d = self.cleaned_data
+        kind = d.get(f"{prefix}_dist")
+        if kind == "fixed":
+            return d.get(f"{prefix}_value")
+        if kind == "uniform":
+            return {
+                "dist": "uniform",
+                "low": d.get(f"{prefix}_low"),
+                "high": d.get(f"{prefix}_high"),
+            }
+        if kind == "lognormal":
+            out: dict[str, Any] = {
+                "dist": "lognormal",
+                "median": d.get(f"{prefix}_median"),
+                "sigma": d.get(f"{prefix}_sigma"),
+            }
+            for k in ("low", "high"):
+                if d.get(f"{prefix}_{k}") is not None:
+                    out[k] = d[f"{prefix}_{k}"]
+            return out
+        return {"dist": "trace"}
+
+    def model_fields(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`simulations.services.workload_create`."""
+        d = self.cleaned_data
+        return {
+            "requests": d["requests"],
+            "input_tokens": self._length("in"),
+            "output_tokens": self._length("out"),
+            "arrival_kind": d["arrival"],
+            "rate_per_s": d.get("rate_per_s") if d["arrival"] == "poisson" else None,
+            "time_scale": d.get("time_scale") or 1.0,
+            "seed": d["seed"],
+        }
+
+
+#: Where the core's workload paths go on the workload form.
+WORKLOAD_PATH_FIELDS = {
+    "workload.requests": "requests",
+    "workload.seed": "seed",
+    "workload.arrival.rate_per_s": "rate_per_s",
+    "workload.arrival.trace": "trace",
+    "workload.arrival.time_scale": "time_scale",
+    "workload.arrival.kind": "arrival",
+}
+
+
+def workload_error_field(path: str) -> str | None:
+    """The WorkloadForm field that shows an error at the core's JSON ``path``."""
+    if path in WORKLOAD_PATH_FIELDS:
+        return WORKLOAD_PATH_FIELDS[path]
+    for doc_key, prefix in (("input_tokens", "in"), ("output_tokens", "out")):
+        base = f"workload.{doc_key}"
+        if path == base:
+            return f"{prefix}_value"
+        if path.startswith(base + "."):
+            tail = path[len(base) + 1 :]
+            if tail == "trace":
+                return "trace"
+            if tail in ("value", "low", "high", "median", "sigma"):
+                return f"{prefix}_{tail}"
+            return f"{prefix}_dist"
+    return None
+
+
+class TraceUploadForm(forms.Form):
+    """Upload a trace in the Azure LLM inference format."""
+
+    slug = forms.CharField(
+        max_length=64,
+        validators=[slug_validator],
+        help_text="Identifier workloads will use (lowercase, e.g. azure-code-2023).",
+    )
+    name = forms.CharField(max_length=200, required=False)
+    source = forms.CharField(
+        max_length=1000, required=False, help_text="Where the trace comes from."
+    )
+    file = forms.FileField(help_text="CSV with TIMESTAMP,ContextTokens,GeneratedTokens.")
+
+    def clean_file(self) -> Any:
+        f = self.cleaned_data["file"]
+        if f.size > MAX_TRACE_UPLOAD_BYTES:
+            raise forms.ValidationError("the trace is larger than 32 MiB")
+        return f
+
+
+class TokenForm(forms.Form):
+    """Create an API token."""
+
+    name = forms.CharField(
+        max_length=100,
+        validators=[RegexValidator(r"\S", "name the token")],
+        help_text="What the token is for (e.g. CI).",
+    )
+
+
+class LoadSweepForm(forms.Form):
+    """Sweep a scenario's Poisson arrival rate (latency against load, Neo Fig. 6)."""
+
+    rates = forms.CharField(
+        max_length=1000,
+        help_text="Arrival rates in requests/s, comma-separated (e.g. 0.5, 1, 2, 4).",
+    )
+
+    def clean_rates(self) -> list[float]:
+        text = self.cleaned_data["rates"]
+        values: list[float] = []
+        for part in text.replace(";", ",").split(","):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                v = float(part)
+            except ValueError:
+                raise forms.ValidationError(f"{part!r} is not a number") from None
+            if not (0 < v <= rules.MAX_RATE_PER_S):
+                raise forms.ValidationError(
+                    f"{part}: rates must be in (0, {rules.MAX_RATE_PER_S:g}]"
+                )
+            values.append(v)
+        if not 2 <= len(values) <= 50:
+            raise forms.ValidationError("give between 2 and 50 rates")
+        return sorted(set(values))

@@ -1,0 +1,153 @@
+"""Reading a run's result document for the pages and the exports (CSV rows, ratios)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from frontend.charts.base import finite
+
+#: Columns of the systems CSV: (header, key or (key, sub-key)). Units are in the headers.
+SYSTEM_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("system", "name"),
+    ("policy", "policy"),
+    ("requests", "requests"),
+    ("generated_tokens", "generated_tokens"),
+    ("span_s", "span_s"),
+    ("throughput_tok_s", "throughput_tok_s"),
+    ("prompt_tok_s", "prompt_tok_s"),
+    ("requests_per_s", "requests_per_s"),
+    *(
+        (f"{metric}_{q}{suffix}", (metric, q))
+        for metric, suffix in (("ttft", "_ms"), ("tpot", "_ms"), ("e2e", "_s"))
+        for q in ("mean", "p50", "p90", "p99")
+    ),
+    ("capex_usd", "capex_usd"),
+    ("cost_efficiency_tok_s_per_usd", "cost_efficiency_tok_s_per_usd"),
+    ("avg_power_w", "avg_power_w"),
+    ("energy_j", "energy_j"),
+    ("energy_j_per_token", "energy_j_per_token"),
+    ("energy_efficiency_tok_s_per_w", "energy_efficiency_tok_s_per_w"),
+    ("slo_attainment", "slo_attainment"),
+    ("slo_met", "slo_met"),
+)
+DEVICE_COLUMNS = (
+    "device",
+    "count",
+    "role",
+    "runtime",
+    "busy_fraction",
+    "prefill_fraction",
+    "decode_fraction",
+    "energy_j",
+    "memory_peak_gb",
+    "memory_capacity_gb",
+)
+#: Ratios to the baseline added to the CSV and the summary table.
+RATIO_KEYS = (
+    "throughput_tok_s",
+    "cost_efficiency_tok_s_per_usd",
+    "energy_efficiency_tok_s_per_w",
+)
+
+
+def _get(system: Mapping[str, Any], key: Any) -> Any:
+    if isinstance(key, tuple):
+        obj = system.get(key[0] + ("_s" if key[0] == "e2e" else "_ms"))
+        return obj.get(key[1]) if isinstance(obj, Mapping) else None
+    return system.get(key)
+
+
+def systems_of(result: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The result's systems (empty without a result)."""
+    if not isinstance(result, Mapping):
+        return []
+    return [s for s in result.get("systems") or () if isinstance(s, Mapping)]
+
+
+def _ratio(system: Mapping[str, Any], base: Mapping[str, Any], key: str) -> float | None:
+    v, b = finite(system.get(key)), finite(base.get(key))
+    return v / b if v is not None and b is not None and b > 0 else None
+
+
+def result_csv(result: Mapping[str, Any], baseline: int = 0) -> str:
+    """One row per system (DESIGN.md §4 metrics, units in the headers) with the ratios to
+    the baseline, then one row per device group after a blank line."""
+    systems = systems_of(result)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    base = systems[baseline] if 0 <= baseline < len(systems) else (systems[0] if systems else {})
+    writer.writerow(
+        [h for h, _ in SYSTEM_COLUMNS] + [f"{k}_vs_baseline" for k in RATIO_KEYS] + ["baseline"]
+    )
+    for s in systems:
+        row = [_cell(_get(s, key)) for _, key in SYSTEM_COLUMNS]
+        row += [_cell(_ratio(s, base, k)) for k in RATIO_KEYS]
+        row.append("yes" if s is base else "")
+        writer.writerow(row)
+    writer.writerow([])
+    writer.writerow(["system", *DEVICE_COLUMNS])
+    for s in systems:
+        for d in s.get("devices") or ():
+            writer.writerow([s.get("name", ""), *(_cell(d.get(c)) for c in DEVICE_COLUMNS)])
+    return out.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return value
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """A metric across the systems for the results table."""
+
+    label: str
+    unit: str
+    values: list[Any]
+    ratios: list[float | None]
+    higher_is_better: bool | None
+
+
+#: (label, unit, key, higher is better) of the results table.
+SUMMARY = (
+    ("Throughput", "tok/s", "throughput_tok_s", True),
+    ("Requests", "req/s", "requests_per_s", True),
+    ("TTFT p50", "ms", ("ttft", "p50"), False),
+    ("TTFT p90", "ms", ("ttft", "p90"), False),
+    ("TTFT p99", "ms", ("ttft", "p99"), False),
+    ("TPOT p50", "ms", ("tpot", "p50"), False),
+    ("TPOT p90", "ms", ("tpot", "p90"), False),
+    ("E2E p90", "s", ("e2e", "p90"), False),
+    ("Capex", "USD", "capex_usd", False),
+    ("Cost efficiency", "tok/s per $", "cost_efficiency_tok_s_per_usd", True),
+    ("Average power", "W", "avg_power_w", False),
+    ("Energy", "J/token", "energy_j_per_token", False),
+    ("Energy efficiency", "tok/s per W", "energy_efficiency_tok_s_per_w", True),
+    ("SLO attainment", "fraction", "slo_attainment", True),
+)
+
+
+def summary_rows(systems: Sequence[Mapping[str, Any]], baseline: int = 0) -> list[SummaryRow]:
+    """The results table: each metric for every system and its ratio to the baseline."""
+    if not systems:
+        return []
+    base = systems[baseline]
+    rows = []
+    for label, unit, key, better in SUMMARY:
+        values = [_get(s, key) for s in systems]
+        b = finite(_get(base, key))
+        ratios = [
+            (finite(v) / b) if finite(v) is not None and b not in (None, 0.0) else None
+            for v in values
+        ]
+        rows.append(SummaryRow(label, unit, values, ratios, better))
+    return rows

@@ -1,0 +1,1 @@
+"""Dashboard pages (server-rendered Django templates with Plotly charts)."""

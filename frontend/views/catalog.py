@@ -1,0 +1,258 @@
+"""Catalog pages: overview, devices (filters, detail with sources and roofline), models
+(detail with sizes, Hugging Face config import)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from frontend import analysis
+from frontend.charts import chart
+from frontend.charts.roofline import roofline_figure
+from frontend.forms import HfImportForm
+from frontend.views.common import validation_messages
+from simulations import selectors, services
+from simulations.adapters import device_spec, model_spec, runtime_spec
+from simulations.choices import DeviceKind
+from simulations.models import Device, LLMModel, RuntimeProfile
+
+#: Device columns the detail page lists in this order (plus memory tiers and links).
+DEVICE_FIELDS = (
+    "kind",
+    "vendor",
+    "fp16_tflops",
+    "bf16_tflops",
+    "fp32_tflops",
+    "int8_tops",
+    "int4_tops",
+    "tdp_w",
+    "typical_w",
+    "idle_w",
+    "price_usd",
+    "host_link_kind",
+    "host_link_bw_gbps",
+    "host_link_latency_us",
+    "host_link_pcie_gen",
+    "host_link_lanes",
+    "peer_link_kind",
+    "peer_link_bw_gbps",
+    "peer_link_latency_us",
+    "peer_link_pcie_gen",
+    "peer_link_lanes",
+    "fpga_clock_mhz",
+    "fpga_hbm_channels",
+    "fpga_issue_cycles",
+    "npu_array_rows",
+    "npu_array_cols",
+    "npu_static_shapes",
+    "cpu_cores",
+    "cpu_simd_width_bits",
+    "cpu_clock_ghz",
+)
+
+
+def overview(request: HttpRequest) -> HttpResponse:
+    """The whole catalog on one page: devices, models and runtime profiles."""
+    return render(request, "frontend/catalog/overview.html", selectors.catalog_overview())
+
+
+def _source_key_candidates(field: str) -> list[str]:
+    keys = [field]
+    for prefix in ("host_link", "peer_link", "fpga", "npu", "cpu"):
+        if field.startswith(prefix + "_"):
+            keys.append(f"{prefix}.{field[len(prefix) + 1 :]}")
+    return keys
+
+
+def device_list(request: HttpRequest) -> HttpResponse:
+    """Devices filtered by kind, vendor and a search text."""
+    kind = request.GET.get("kind", "")
+    vendor = request.GET.get("vendor", "")
+    q = request.GET.get("q", "").strip()[:100]
+    devices = selectors.device_list()
+    if kind in DeviceKind.values:
+        devices = devices.filter(kind=kind)
+    if vendor:
+        devices = devices.filter(vendor=vendor)
+    if q:
+        devices = devices.filter(Q(slug__icontains=q) | Q(name__icontains=q))
+    vendors = Device.objects.order_by("vendor").values_list("vendor", flat=True).distinct()
+    return render(
+        request,
+        "frontend/catalog/device_list.html",
+        {
+            "devices": list(devices),
+            "kinds": DeviceKind.choices,
+            "vendors": list(vendors),
+            "kind": kind,
+            "vendor": vendor,
+            "q": q,
+        },
+    )
+
+
+def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """Every datasheet figure of a device with its unit and source, and its roofline under
+    each runtime profile of its kind."""
+    device = get_object_or_404(
+        Device.objects.select_related("parent").prefetch_related("memory_tiers", "components"),
+        slug=slug,
+    )
+    sources: dict[str, str] = dict(device.sources or {})
+    used: set[str] = set()
+    rows: list[dict[str, Any]] = []
+    for name in DEVICE_FIELDS:
+        f = Device._meta.get_field(name)
+        value = getattr(device, name)
+        if value in (None, "", []):
+            continue
+        display = getattr(device, f"get_{name}_display")() if getattr(f, "choices", None) else value
+        source = ""
+        for key in _source_key_candidates(name):
+            if key in sources:
+                source = sources[key]
+                used.add(key)
+                break
+        rows.append(
+            {
+                "field": name,
+                "label": f.verbose_name,
+                "value": display,
+                "help": f.help_text,
+                "source": source,
+            }
+        )
+    tiers = []
+    for i, t in enumerate(sorted(device.memory_tiers.all(), key=lambda t: t.order)):
+        tier_sources = {
+            k.split(".", 1)[1]: v for k, v in sources.items() if k.startswith(f"memory[{i}].")
+        }
+        used.update(f"memory[{i}].{k}" for k in tier_sources)
+        tiers.append({"tier": t, "sources": tier_sources})
+    other_sources = sorted((k, v) for k, v in sources.items() if k not in used)
+    runtimes = list(RuntimeProfile.objects.filter(device_kind=device.kind).order_by("slug"))
+    roofs: list[dict[str, Any]] = []
+    roof_chart = None
+    if device.memory_tiers.exists() and device.kind in analysis.ROOFLINE_KINDS:
+        spec = device_spec(device)
+        roofs = analysis.device_roofs(spec, [runtime_spec(r) for r in runtimes])
+        if roofs:
+            roof_chart = chart(
+                "roofline",
+                roofline_figure(
+                    roofs,
+                    f"Roofline of {device.name}",
+                    subtitle="datasheet roof (solid) and the roof each runtime profile achieves "
+                    "(dotted)",
+                ),
+            )
+    return render(
+        request,
+        "frontend/catalog/device_detail.html",
+        {
+            "device": device,
+            "rows": rows,
+            "tiers": tiers,
+            "other_sources": other_sources,
+            "runtimes": runtimes,
+            "roofs": roofs,
+            "roof_chart": roof_chart,
+            "notes": device.notes,
+        },
+    )
+
+
+def model_list(request: HttpRequest) -> HttpResponse:
+    """Models with their sizes, and the Hugging Face import form."""
+    models = list(selectors.model_list())
+    rows = [{"model": m, "facts": analysis.model_facts(model_spec(m))} for m in models]
+    return render(
+        request,
+        "frontend/catalog/model_list.html",
+        {"rows": rows, "form": HfImportForm()},
+    )
+
+
+def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """A model's shapes, parameter count and KV-cache bytes per token."""
+    model = get_object_or_404(LLMModel, slug=slug)
+    facts = analysis.model_facts(model_spec(model))
+    fields = [
+        (f, LLMModel._meta.get_field(f))
+        for f in (
+            "n_layers",
+            "hidden_size",
+            "n_heads",
+            "n_kv_heads",
+            "head_dim",
+            "ffn_size",
+            "ffn_kind",
+            "vocab_size",
+            "tied_embeddings",
+            "max_context",
+        )
+    ]
+    rows = [
+        {
+            "field": name,
+            "label": f.verbose_name,
+            "value": getattr(model, f"get_{name}_display")() if f.choices else getattr(model, name),
+            "help": f.help_text,
+            "source": (model.sources or {}).get(name, ""),
+        }
+        for name, f in fields
+    ]
+    return render(
+        request,
+        "frontend/catalog/model_detail.html",
+        {"model": model, "facts": facts, "rows": rows},
+    )
+
+
+@login_required
+@require_POST
+def model_import(request: HttpRequest) -> HttpResponse:
+    """Create a model from a Hugging Face ``config.json`` (pasted or uploaded).
+
+    A planner may add a new slug; replacing an existing model is for staff (it changes what
+    every scenario using it simulates)."""
+    form = HfImportForm(request.POST, request.FILES)
+    errors: dict[str, list[str]] = {}
+    if form.is_valid():
+        slug = form.cleaned_data["slug"]
+        exists = LLMModel.objects.filter(slug=slug).exists()
+        if exists and not request.user.is_staff:
+            form.add_error("slug", "a model with this slug exists; only staff may replace it")
+        else:
+            try:
+                model = services.hf_model_import(
+                    config=form.config_text(),
+                    slug=slug,
+                    name=form.cleaned_data["name"] or slug,
+                    origin=form.cleaned_data["origin"] or "Hugging Face config.json",
+                )
+            except ValidationError as exc:
+                errors = validation_messages(exc)
+                for key, msgs in errors.items():
+                    target = (
+                        key
+                        if key in form.fields
+                        else ("config" if key in ("text", "config") else None)
+                    )
+                    for m in msgs:
+                        form.add_error(target, m if target else f"{key}: {m}")
+            else:
+                messages.success(request, f"Imported {model.slug}.")
+                return redirect("frontend:model_detail", slug=model.slug)
+    models = list(selectors.model_list())
+    rows = [{"model": m, "facts": analysis.model_facts(model_spec(m))} for m in models]
+    return render(
+        request, "frontend/catalog/model_list.html", {"rows": rows, "form": form}, status=400
+    )

@@ -1,0 +1,293 @@
+"""Runs: the run page (live progress, cancel, error, comparison charts), its status endpoint,
+the exports (result CSV/JSON, scenario document) and the figures loaded after the page."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_POST
+
+from frontend import analysis, results
+from frontend.charts import chart, figure_dict
+from frontend.charts.comparison import (
+    efficiency_figure,
+    energy_figure,
+    latency_cdf_figure,
+    latency_percentile_figure,
+    utilisation_figure,
+)
+from frontend.charts.papers import h2m2_footprint_figure, heterollm_placement_figure
+from frontend.charts.roofline import roofline_figure
+from frontend.charts.timeline import timeline_figure
+from frontend.views.common import int_or_404, page_number
+from simulations import selectors, services
+from simulations.choices import ACTIVE_STATUSES, RunStatus
+from simulations.core.errors import ScenarioValidationError
+from simulations.models import Scenario, SimulationRun
+
+#: Heavier figures a run page loads after the page itself (they call the core).
+LAZY_FIGURES = ("roofline", "h2m2")
+
+
+def _run_or_404(request: HttpRequest, pk: Any) -> SimulationRun:
+    """A run of the signed-in user; 404 for anyone else's (no hint that it exists)."""
+    try:
+        return selectors.run_get_for(request.user, int_or_404(pk))
+    except SimulationRun.DoesNotExist:
+        raise Http404("no such run") from None
+
+
+def submit_run(request: HttpRequest, scenario: Scenario) -> SimulationRun | None:
+    """Queue a run of ``scenario`` for the user, within their quota of active runs (a
+    message says why not, and None is returned). ScenarioValidationError and
+    PermissionDenied propagate."""
+    limit = int(getattr(settings, "HETPLANNER_MAX_ACTIVE_RUNS_PER_USER", 20))
+    with transaction.atomic():
+        active = SimulationRun.objects.filter(
+            owner=request.user, status__in=ACTIVE_STATUSES
+        ).count()
+        if active >= limit:
+            messages.error(
+                request,
+                f"You have {active} runs queued or running; at most {limit} at once. "
+                "Wait for one to finish or cancel one.",
+            )
+            return None
+        return services.simulation_run_create(scenario=scenario, owner=request.user)
+
+
+@login_required
+def run_list(request: HttpRequest) -> HttpResponse:
+    """The user's runs, newest first."""
+    qs = selectors.runs_visible_to(request.user).defer("result", "document")
+    status = request.GET.get("status", "")
+    if status in RunStatus.values:
+        qs = qs.filter(status=status)
+    page = Paginator(qs, 25).get_page(page_number(request))
+    return render(
+        request,
+        "frontend/runs/list.html",
+        {"page": page, "status": status, "statuses": RunStatus.choices},
+    )
+
+
+def _status_payload(run: SimulationRun) -> dict[str, Any]:
+    return {
+        "id": run.pk,
+        "status": run.status,
+        "status_display": run.get_status_display(),
+        "progress": int(run.progress),
+        "final": run.is_final,
+        "error": run.error,
+        "attempts": run.attempts,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
+
+
+@login_required
+@require_GET
+def run_status(request: HttpRequest, pk: int) -> JsonResponse:
+    """Status and progress of a run, polled by the run page while it is active."""
+    try:
+        run = (
+            selectors.runs_visible_to(request.user)
+            .select_related(None)
+            .only("id", "status", "progress", "error", "attempts", "started_at", "finished_at")
+            .get(pk=pk)
+        )
+    except SimulationRun.DoesNotExist:
+        raise Http404("no such run") from None
+    response = JsonResponse(_status_payload(run))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _baseline(request: HttpRequest, n: int) -> int:
+    try:
+        b = int(request.GET.get("baseline", "0"))
+    except ValueError:
+        return 0
+    return b if 0 <= b < n else 0
+
+
+@login_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run page: lifecycle, then the comparison of the systems once it succeeded."""
+    run = _run_or_404(request, pk)
+    systems = results.systems_of(run.result) if run.status == RunStatus.SUCCEEDED else []
+    baseline = _baseline(request, len(systems))
+    context: dict[str, Any] = {
+        "run": run,
+        "status": _status_payload(run),
+        "document": run.document,
+        "events": list(selectors.run_events(run)),
+        "systems": systems,
+        "baseline": baseline,
+    }
+    if systems:
+        context.update(_comparison(run, systems, baseline, request))
+    return render(request, "frontend/runs/detail.html", context)
+
+
+def _comparison(
+    run: SimulationRun, systems: list[Any], baseline: int, request: HttpRequest
+) -> dict[str, Any]:
+    slo = (run.document or {}).get("slo") or {}
+    charts = [
+        chart("efficiency", efficiency_figure(systems, baseline)),
+        chart("latency-cdf", latency_cdf_figure(systems, slo)),
+        chart("latency-percentiles", latency_percentile_figure(systems)),
+        chart("utilisation", utilisation_figure(systems)),
+        chart("energy", energy_figure(systems)),
+    ]
+    with_timeline = [i for i, s in enumerate(systems) if s.get("timeline")]
+    try:
+        selected = int(request.GET.get("timeline", with_timeline[0] if with_timeline else -1))
+    except ValueError:
+        selected = with_timeline[0] if with_timeline else -1
+    if selected not in with_timeline:
+        selected = with_timeline[0] if with_timeline else -1
+    timeline = chart("timeline", timeline_figure(systems[selected])) if selected >= 0 else None
+    placements = [
+        chart(
+            f"placement-{i}",
+            heterollm_placement_figure(
+                s["heterollm"]["placement"],
+                f"HeteroLLM per-kernel backend placement — {s.get('name', '')} "
+                f"(prompt of {s['heterollm'].get('representative_prompt_tokens', '?')} tokens)",
+            ),
+        )
+        for i, s in enumerate(systems)
+        if isinstance(s.get("heterollm"), dict) and s["heterollm"].get("placement")
+    ]
+    h2m2 = any(s.get("policy") == "h2m2" for s in systems)
+    return {
+        "charts": charts,
+        "timeline": timeline,
+        "timeline_systems": [(i, systems[i].get("name", f"system {i}")) for i in with_timeline],
+        "timeline_selected": selected,
+        "placements": placements,
+        "summary": results.summary_rows(systems, baseline),
+        "lazy_figures": [f for f in LAZY_FIGURES if f != "h2m2" or h2m2],
+        "notes": [
+            (s.get("name", ""), note)
+            for s in systems
+            for block in ("heterollm", "h2m2", "scheduler")
+            if isinstance(s.get(block), dict)
+            and (note := s[block].get("notes") or s[block].get("note"))
+        ],
+    }
+
+
+@login_required
+@require_GET
+def run_figure(request: HttpRequest, pk: int, name: str) -> JsonResponse:
+    """A figure that calls the core (roofline, H2M2 footprint), as Plotly JSON."""
+    run = _run_or_404(request, pk)
+    if run.status != RunStatus.SUCCEEDED or name not in LAZY_FIGURES:
+        raise Http404("no such figure")
+    try:
+        spec = services.scenario_validate(run.document)
+    except ScenarioValidationError as exc:
+        return JsonResponse(
+            {"error": f"the run's scenario no longer validates against the catalog: {exc}"},
+            status=409,
+        )
+    if name == "roofline":
+        series, notes, (prompt, output) = analysis.scenario_rooflines(spec)
+        fig = roofline_figure(
+            series,
+            "Roofline with the scenario's operating points",
+            subtitle=f"prefill of a {prompt}-token prompt and the average decode step over "
+            f"{output} output tokens, batch 1 · datasheet roof solid, stack roof dotted",
+        )
+        return JsonResponse({"figure": figure_dict(fig), "notes": notes})
+    rows: list[dict[str, Any]] = []
+    notes = []
+    title = "H2M2 HBM footprint by sublayer"
+    for system in spec.systems:
+        if system.policy != "h2m2":
+            continue
+        sys_rows, note = analysis.h2m2_footprints(system, spec)
+        if sys_rows and not rows:
+            rows = sys_rows
+            title = f"H2M2 HBM footprint by sublayer — {system.name}"
+        if note:
+            notes.append(f"{system.name}: {note}")
+    if not rows:
+        return JsonResponse({"figure": None, "notes": notes})
+    fig = h2m2_footprint_figure(rows, f"{title} (batch {rows[0]['batch']}, as H2M2 Fig. 14)")
+    return JsonResponse({"figure": figure_dict(fig), "notes": notes})
+
+
+@login_required
+@require_POST
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    """Cancel a queued or running run."""
+    run = _run_or_404(request, pk)
+    try:
+        changed = services.run_cancel(run=run, user=request.user)
+    except PermissionDenied:
+        raise Http404("no such run") from None
+    if changed:
+        messages.success(request, f"Run {run.pk} cancelled.")
+    else:
+        messages.info(request, f"Run {run.pk} had already finished.")
+    return redirect("frontend:run_detail", pk=run.pk)
+
+
+def _filename(run: SimulationRun, suffix: str) -> str:
+    name = slugify(str((run.document or {}).get("name", "")))[:60] or "scenario"
+    return f"run-{run.pk}-{name}{suffix}"
+
+
+@login_required
+@require_GET
+def run_result_json(request: HttpRequest, pk: int) -> HttpResponse:
+    """The result document (DESIGN.md §4) as a JSON download."""
+    run = _run_or_404(request, pk)
+    if run.status != RunStatus.SUCCEEDED or run.result is None:
+        raise Http404("the run has no result")
+    response = HttpResponse(
+        json.dumps(run.result, indent=1), content_type="application/json; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{_filename(run, "-result.json")}"'
+    return response
+
+
+@login_required
+@require_GET
+def run_result_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """One row per system (and per device group) as CSV, with the ratios to the baseline."""
+    run = _run_or_404(request, pk)
+    if run.status != RunStatus.SUCCEEDED or run.result is None:
+        raise Http404("the run has no result")
+    baseline = _baseline(request, len(results.systems_of(run.result)))
+    response = HttpResponse(
+        results.result_csv(run.result, baseline), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{_filename(run, "-result.csv")}"'
+    return response
+
+
+@login_required
+@require_GET
+def run_scenario_json(request: HttpRequest, pk: int) -> HttpResponse:
+    """The scenario document the run simulated (re-run it with ``manage.py simulate``)."""
+    run = _run_or_404(request, pk)
+    response = HttpResponse(
+        json.dumps(run.document, indent=1), content_type="application/json; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{_filename(run, "-scenario.json")}"'
+    return response
