@@ -39,7 +39,6 @@ TEMPLATE = go.layout.Template(
         "hoverlabel": {"namelength": -1},
         "xaxis": {"gridcolor": "#e8ebef", "zerolinecolor": "#c9ced6", "automargin": True},
         "yaxis": {"gridcolor": "#e8ebef", "zerolinecolor": "#c9ced6", "automargin": True},
-        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         "margin": {"l": 60, "r": 20, "t": 80, "b": 60},
     }
 )

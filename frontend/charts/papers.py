@@ -86,7 +86,6 @@ def heterollm_placement_figure(
         labels = [f"{r['kernel']}" for r in rows]
         for proc, key in (("GPU", "gpu_busy_ms"), ("NPU", "npu_busy_ms")):
             values = [float(r.get(key) or 0.0) * int(r.get("repeat") or 1) for r in rows]
-            backends = [str(r.get("backend", "")) for r in rows]
             name = f"{proc} time"
             fig.add_trace(
                 go.Bar(
@@ -96,13 +95,7 @@ def heterollm_placement_figure(
                     name=name,
                     legendgroup=name,
                     showlegend=name not in shown,
-                    marker={
-                        "color": BACKEND_COLOURS["gpu" if proc == "GPU" else "npu"],
-                        "line": {
-                            "color": [BACKEND_COLOURS.get(b, "#7F7F7F") for b in backends],
-                            "width": 2,
-                        },
-                    },
+                    marker={"color": BACKEND_COLOURS["gpu" if proc == "GPU" else "npu"]},
                     hovertext=[
                         f"<b>{r['kernel']}</b> ({r.get('kind', '')}) × {r.get('repeat', 1)}<br>"
                         f"backend {r.get('backend', '?')} · strategy {r.get('strategy', '?')}<br>"

@@ -140,6 +140,18 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "frontend/runs/detail.html", context)
 
 
+def _selected(request: HttpRequest, param: str, choices: list[int]) -> int:
+    """The system index ``?param=`` names if it is one of ``choices``, else the first (or
+    -1 without choices)."""
+    try:
+        wanted = int(request.GET.get(param, ""))
+    except ValueError:
+        wanted = -1
+    if wanted in choices:
+        return wanted
+    return choices[0] if choices else -1
+
+
 def _comparison(
     run: SimulationRun, systems: list[Any], baseline: int, request: HttpRequest
 ) -> dict[str, Any]:
@@ -152,32 +164,35 @@ def _comparison(
         chart("energy", energy_figure(systems)),
     ]
     with_timeline = [i for i, s in enumerate(systems) if s.get("timeline")]
-    try:
-        selected = int(request.GET.get("timeline", with_timeline[0] if with_timeline else -1))
-    except ValueError:
-        selected = with_timeline[0] if with_timeline else -1
-    if selected not in with_timeline:
-        selected = with_timeline[0] if with_timeline else -1
+    selected = _selected(request, "timeline", with_timeline)
     timeline = chart("timeline", timeline_figure(systems[selected])) if selected >= 0 else None
-    placements = [
-        chart(
-            f"placement-{i}",
-            heterollm_placement_figure(
-                s["heterollm"]["placement"],
-                f"HeteroLLM per-kernel backend placement — {s.get('name', '')} "
-                f"(prompt of {s['heterollm'].get('representative_prompt_tokens', '?')} tokens)",
-            ),
-        )
+    with_placement = [
+        i
         for i, s in enumerate(systems)
         if isinstance(s.get("heterollm"), dict) and s["heterollm"].get("placement")
     ]
+    shown = _selected(request, "placement", with_placement)
+    placement = None
+    if shown >= 0:
+        block = systems[shown]["heterollm"]
+        placement = chart(
+            "placement",
+            heterollm_placement_figure(
+                block["placement"],
+                f"HeteroLLM per-kernel backend placement — {systems[shown].get('name', '')} "
+                f"(mode {block.get('mode', '?')}, prompt of "
+                f"{block.get('representative_prompt_tokens', '?')} tokens)",
+            ),
+        )
     h2m2 = any(s.get("policy") == "h2m2" for s in systems)
     return {
         "charts": charts,
         "timeline": timeline,
         "timeline_systems": [(i, systems[i].get("name", f"system {i}")) for i in with_timeline],
         "timeline_selected": selected,
-        "placements": placements,
+        "placement": placement,
+        "placement_systems": [(i, systems[i].get("name", f"system {i}")) for i in with_placement],
+        "placement_selected": shown,
         "summary": results.summary_rows(systems, baseline),
         "lazy_figures": [f for f in LAZY_FIGURES if f != "h2m2" or h2m2],
         "notes": [
@@ -206,6 +221,8 @@ def run_figure(request: HttpRequest, pk: int, name: str) -> JsonResponse:
         )
     if name == "roofline":
         series, notes, (prompt, output) = analysis.scenario_rooflines(spec)
+        if not series:
+            return JsonResponse({"figure": None, "notes": notes})
         fig = roofline_figure(
             series,
             "Roofline with the scenario's operating points",

@@ -1,0 +1,187 @@
+"""The scenario builder: form ↔ document, errors beside their fields, nothing stored on error."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.http import QueryDict
+
+from frontend import builder
+from simulations.models import Scenario, SimulationRun
+
+from .conftest import glitches_document
+
+pytestmark = pytest.mark.django_db
+
+
+def form_of(state: builder.BuilderState) -> dict[str, str]:
+    """The POST data a browser sends for ``state`` (what the builder template renders)."""
+    wl = state.workload
+    data = {
+        "name": state.name,
+        "description": state.description,
+        "model": state.model,
+        "wl-source": wl.source,
+        "wl-requests": wl.requests,
+        "wl-arrival": wl.arrival,
+        "wl-rate": wl.rate,
+        "wl-trace": wl.trace,
+        "wl-time-scale": wl.time_scale,
+        "wl-seed": wl.seed,
+        "baseline": str(state.baseline),
+        "sys-count": str(len(state.systems)),
+    }
+    for prefix, lf in (("wl-in", wl.input), ("wl-out", wl.output)):
+        data[f"{prefix}-dist"] = lf.dist
+        for k in ("value", "low", "high", "median", "sigma"):
+            data[f"{prefix}-{k}"] = getattr(lf, k)
+    for key, _, _ in builder.SLO_FIELDS:
+        data[f"slo-{key}"] = state.slo.get(key, "")
+    for i, s in enumerate(state.systems):
+        data[f"sys-{i}-name"] = s.name
+        data[f"sys-{i}-policy"] = s.policy
+        data[f"sys-{i}-dev-count"] = str(len(s.devices))
+        for opt, text in s.options.get(s.policy, {}).items():
+            data[f"sys-{i}-opt-{s.policy}-{opt}"] = text
+        for j, d in enumerate(s.devices):
+            for k in ("device", "count", "role", "runtime"):
+                data[f"sys-{i}-dev-{j}-{k}"] = getattr(d, k)
+    return data
+
+
+def test_a_document_survives_the_form_round_trip(seeded: Any) -> None:
+    doc = glitches_document()
+    state = builder.state_from_document(doc)
+    again = builder.state_from_post(QueryDict(mutable=True) | form_of(state))
+    out = again.to_document()
+    assert out["systems"] == doc["systems"]
+    assert out["workload"] == doc["workload"]
+    assert out["slo"] == doc["slo"]
+    assert (out["name"], out["model"]) == (doc["name"], doc["model"])
+
+
+def test_the_baseline_goes_first_in_the_document() -> None:
+    state = builder.state_from_document(glitches_document())
+    state.baseline = 1
+    doc = state.to_document()
+    assert [s["name"] for s in doc["systems"]] == ["8xA100", "1xA100+7xU280"]
+    assert state.order == [1, 0]
+
+
+def test_option_texts_become_typed_values() -> None:
+    state = builder.state_from_document(glitches_document())
+    state.systems[0].options["glitches"] = {"prefetch_ratio": "8", "gpu_decode": "false"}
+    opts = state.to_document()["systems"][0]["options"]
+    assert opts == {"prefetch_ratio": 8, "gpu_decode": False}
+
+
+def test_text_where_a_number_belongs_reaches_the_validator_as_text() -> None:
+    state = builder.state_from_document(glitches_document())
+    state.systems[1].devices[0].count = "eight"
+    assert state.to_document()["systems"][1]["devices"][0]["count"] == "eight"
+
+
+@pytest.mark.parametrize(
+    ("path", "where"),
+    [
+        ("name", ("form", "name")),
+        ("model", ("form", "model")),
+        ("workload.requests", ("form", "wl-requests")),
+        ("workload.input_tokens.high", ("form", "wl-in-high")),
+        ("workload.output_tokens", ("form", "wl-out-value")),
+        ("workload.arrival.rate_per_s", ("form", "wl-rate")),
+        ("slo.ttft_p90_ms", ("form", "slo-ttft_p90_ms")),
+        ("systems[0].name", ("system", 1, "name")),
+        ("systems[1].options.prefetch_ratio", ("system", 0, "opt-prefetch_ratio")),
+        ("systems[1].devices[1].count", ("device", 0, 1, "count")),
+        ("systems[0].devices", ("system", 1, "devices")),
+    ],
+)
+def test_json_paths_map_to_the_fields_that_show_them(path: str, where: tuple) -> None:
+    state = builder.state_from_document(glitches_document())
+    state.baseline = 1
+    state.to_document()
+    block_of = {doc_i: block for block, doc_i in enumerate(state.order)}
+    assert builder.field_for_path(path, block_of, state) == where
+
+
+def test_add_and_remove_buttons_edit_the_form() -> None:
+    state = builder.state_from_document(glitches_document())
+    assert builder.apply_action(state, "add_device-1")
+    assert len(state.systems[1].devices) == 2
+    assert builder.apply_action(state, "add_system")
+    assert len(state.systems) == 3
+    state.baseline = 2
+    assert builder.apply_action(state, "remove_system-0")
+    assert len(state.systems) == 2 and state.baseline == 1
+    assert not builder.apply_action(state, "save")
+
+
+def test_the_builder_saves_and_runs_a_valid_scenario(alice_client: Any, seeded: Any) -> None:
+    data = form_of(builder.state_from_document(glitches_document()))
+    data["action"] = "save_run"
+    response = alice_client.post("/scenarios/new/", data)
+    assert response.status_code == 302
+    run = SimulationRun.objects.get()
+    assert response["Location"] == f"/runs/{run.pk}/"
+    assert run.document == glitches_document()
+
+
+def test_invalid_input_shows_errors_beside_the_fields_and_stores_nothing(
+    alice_client: Any, seeded: Any
+) -> None:
+    state = builder.state_from_document(glitches_document())
+    state.systems[0].devices[1].count = "0"
+    state.systems[1].devices[0].device = "no-such-gpu"
+    state.systems[0].options["glitches"] = {"prefetch_ratio": "1000"}
+    state.workload.requests = "-3"
+    data = form_of(state)
+    data["action"] = "save_run"
+    response = alice_client.post("/scenarios/new/", data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert Scenario.objects.count() == 0
+    assert SimulationRun.objects.count() == 0
+
+    def errors_after(marker: str) -> str:
+        tail = html.split(marker, 1)[1]
+        return tail[: tail.index("</td>") if "</td>" in tail[:3000] else 1500]
+
+    count_cell = errors_after('name="sys-0-dev-1-count"')
+    assert "must be at least 1" in count_cell
+    device_cell = errors_after('name="sys-1-dev-0-device"')
+    assert "unknown device &#x27;no-such-gpu&#x27;" in device_cell
+    option = html.split('id="f-sys-0-opt-glitches-prefetch_ratio"', 1)[1][:1200]
+    assert "must be at most 64" in option
+    requests = html.split('id="f-wl-requests"', 1)[1][:600]
+    assert "must be at least 1" in requests
+    assert re.search(r"\d+ problems? — nothing was saved", html)
+
+
+def test_the_example_prefills_the_builder(alice_client: Any, seeded: Any) -> None:
+    html = alice_client.get("/scenarios/new/?example=glitches-vs-8xa100").content.decode()
+    assert 'value="1xA100+7xU280"' in html
+    assert 'name="sys-0-dev-1-count" value="7"' in html
+    assert '<option value="u280" selected>' in html
+
+
+def test_a_trace_example_is_rewritten_to_a_stored_trace(alice_client: Any, seeded: Any) -> None:
+    from simulations.models import Trace
+
+    html = alice_client.get("/scenarios/new/?example=glitches-azure-conv-poisson").content.decode()
+    trace = Trace.objects.get()
+    assert trace.slug == "azure-conv-2023"
+    assert trace.request_count > 1000
+    assert f'<option value="{trace.slug}" selected>' in html
+
+
+def test_another_users_scenario_cannot_be_edited(
+    client: Any, other_user: Any, glitches_run: Any
+) -> None:
+    client.force_login(other_user)
+    pk = glitches_run.scenario_id
+    assert client.get(f"/scenarios/{pk}/edit/").status_code == 404
+    assert client.get(f"/scenarios/{pk}/").status_code == 404
+    assert client.post(f"/scenarios/{pk}/run/").status_code == 404

@@ -1,0 +1,175 @@
+"""The run page (lifecycle, comparison charts), its status endpoint, figures and exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+import pytest
+
+from simulations.choices import RunStatus
+from simulations.models import SimulationRun
+
+pytestmark = pytest.mark.django_db
+
+
+def figures(html: str) -> dict[str, dict[str, Any]]:
+    """The Plotly figures embedded in a page, by element id."""
+    out = {}
+    for fig_id, body in re.findall(
+        r'<script type="application/json" id="([\w-]+)-data">(.*?)</script>', html, re.S
+    ):
+        out[fig_id] = json.loads(body)
+    return out
+
+
+def test_the_run_page_compares_the_systems_normalised_to_the_baseline(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    response = alice_client.get(f"/runs/{glitches_run.pk}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    figs = figures(html)
+    assert {"efficiency", "latency-cdf", "latency-percentiles", "utilisation", "energy"} <= set(
+        figs
+    )
+    systems = glitches_run.result["systems"]
+    bars = figs["efficiency"]["data"]
+    assert [t["y"][0] for t in bars] == [1.0, 1.0, 1.0]  # the baseline against itself
+    expected = systems[1]["throughput_tok_s"] / systems[0]["throughput_tok_s"]
+    assert bars[0]["y"][1] == pytest.approx(expected)
+    assert "Throughput (tok/s)" in json.dumps(figs["efficiency"]["layout"])
+    assert 'aria-valuenow="100"' in html
+
+
+def test_another_baseline_renormalises_every_ratio(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    figs = figures(alice_client.get(f"/runs/{glitches_run.pk}/?baseline=1").content.decode())
+    systems = glitches_run.result["systems"]
+    cost = figs["efficiency"]["data"][1]["y"]
+    key = "cost_efficiency_tok_s_per_usd"
+    assert cost[0] == pytest.approx(systems[0][key] / systems[1][key])
+    assert cost[1] == pytest.approx(1.0)
+
+
+def test_the_cdfs_come_from_the_result_quantiles(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    figs = figures(alice_client.get(f"/runs/{glitches_run.pk}/").content.decode())
+    traces = [t for t in figs["latency-cdf"]["data"] if not t["name"].startswith("p90 target")]
+    first = glitches_run.result["systems"][0]["latency_cdf"]
+    assert traces[0]["x"] == first["ttft_ms"]
+    assert traces[0]["y"] == first["q"]
+    targets = [t for t in figs["latency-cdf"]["data"] if t["name"].startswith("p90 target")]
+    assert {t["x"][0] for t in targets} == {2000, 100}
+
+
+def test_the_timeline_draws_every_device_of_the_chosen_system(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    html = alice_client.get(f"/runs/{glitches_run.pk}/?timeline=0").content.decode()
+    gantt = figures(html)["timeline"]
+    rows = {y for t in gantt["data"] for y in t["y"]}
+    assert any(r.startswith("a100-80gb #0") for r in rows)
+    assert sum(1 for r in rows if r.startswith("u280") and "PCIe" not in r) == 7
+    assert {t["name"] for t in gantt["data"]} >= {"prefill", "decode", "transfer"}
+    second = figures(alice_client.get(f"/runs/{glitches_run.pk}/?timeline=1").content.decode())[
+        "timeline"
+    ]
+    assert "8xA100" in second["layout"]["title"]["text"]
+
+
+def test_the_roofline_figure_places_the_scenario_operating_points(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    body = alice_client.get(f"/runs/{glitches_run.pk}/figures/roofline.json").json()
+    points = [t for t in body["figure"]["data"] if t["name"].endswith("operating points")]
+    assert {t["name"].split(" ")[0] for t in points} == {"a100-80gb", "u280"}
+    for t in points:
+        assert t["text"] == ["prefill", "decode"]
+        assert t["x"][0] > t["x"][1]  # prefill is far more compute-intense than decode
+
+
+def test_the_status_endpoint_reports_progress(alice_client: Any, queued_run: SimulationRun) -> None:
+    body = alice_client.get(f"/runs/{queued_run.pk}/status.json").json()
+    assert body == {
+        **body,
+        "status": "queued",
+        "progress": 0,
+        "final": False,
+        "error": "",
+    }
+
+
+def test_a_failed_run_shows_its_error_plainly(alice_client: Any, queued_run: SimulationRun) -> None:
+    from simulations import services
+
+    claim = services.run_claim(queued_run.pk, worker="test:1")
+    services.run_mark_failed(queued_run.pk, claim.attempt, "does not fit: weights exceed memory")
+    html = alice_client.get(f"/runs/{queued_run.pk}/").content.decode()
+    assert "The run failed." in html
+    assert "does not fit: weights exceed memory" in html
+    assert 'id="comparison"' not in html
+
+
+def test_cancel_stops_a_queued_run(alice_client: Any, queued_run: SimulationRun) -> None:
+    response = alice_client.post(f"/runs/{queued_run.pk}/cancel/")
+    assert response.status_code == 302
+    assert SimulationRun.objects.get(pk=queued_run.pk).status == RunStatus.CANCELLED
+
+
+def test_the_csv_export_has_a_row_per_system_with_ratios(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    response = alice_client.get(f"/runs/{glitches_run.pk}/result.csv")
+    assert response["Content-Type"].startswith("text/csv")
+    assert "attachment" in response["Content-Disposition"]
+    text = response.content.decode()
+    systems_part = text.split("\n\n")[0]
+    rows = list(csv.DictReader(io.StringIO(systems_part)))
+    result = glitches_run.result["systems"]
+    assert [r["system"] for r in rows] == [s["name"] for s in result]
+    assert float(rows[1]["throughput_tok_s"]) == pytest.approx(result[1]["throughput_tok_s"])
+    assert float(rows[0]["throughput_tok_s_vs_baseline"]) == 1.0
+    assert float(rows[1]["ttft_p90_ms"]) == pytest.approx(result[1]["ttft_ms"]["p90"])
+    devices = list(csv.DictReader(io.StringIO(text.split("\n\n")[1])))
+    assert {d["device"] for d in devices} == {"a100-80gb", "u280"}
+
+
+def test_the_json_exports_round_trip(alice_client: Any, glitches_run: SimulationRun) -> None:
+    result = json.loads(alice_client.get(f"/runs/{glitches_run.pk}/result.json").content)
+    assert result == glitches_run.result
+    scenario = json.loads(alice_client.get(f"/runs/{glitches_run.pk}/scenario.json").content)
+    assert scenario == glitches_run.document
+    from simulations import services
+
+    services.scenario_validate(scenario)  # re-runnable as it is
+
+
+@pytest.mark.parametrize(
+    "suffix",
+    ["", "status.json", "result.csv", "result.json", "scenario.json", "figures/roofline.json"],
+)
+def test_another_user_gets_404_for_every_run_url(
+    client: Any, other_user: Any, glitches_run: SimulationRun, suffix: str
+) -> None:
+    client.force_login(other_user)
+    assert client.get(f"/runs/{glitches_run.pk}/{suffix}").status_code == 404
+
+
+def test_another_user_cannot_cancel(
+    client: Any, other_user: Any, queued_run: SimulationRun
+) -> None:
+    client.force_login(other_user)
+    assert client.post(f"/runs/{queued_run.pk}/cancel/").status_code == 404
+    assert SimulationRun.objects.get(pk=queued_run.pk).status == RunStatus.QUEUED
+
+
+def test_signed_out_visitors_are_sent_to_sign_in(client: Any, glitches_run: SimulationRun) -> None:
+    response = client.get(f"/runs/{glitches_run.pk}/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
