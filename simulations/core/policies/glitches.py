@@ -9,38 +9,34 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from simulations.core.devices import build_device_model
 from simulations.core.devices.base import DeviceModel
 from simulations.core.engine.core import (
     DECODE,
     IDLE,
     PREFILL,
-    DeviceModelFactory,
     ProgressFn,
     SimOutput,
     Simulator,
     Unit,
     build_units,
 )
-from simulations.core.engine.requests import RequestSet, generate_requests
+from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
-from simulations.core.metrics import system_result
 from simulations.core.spec import (
     DeviceKind,
     DevicePlacement,
     DeviceSpec,
     ModelSpec,
     RuntimeProfile,
-    SloSpec,
     SystemSpec,
-    WorkloadSpec,
 )
 
-from .base import OptionSpec, Policy, RoleSpec, register
+from .base import OptionSpec, RoleSpec, register
+from .simulated import EnginePolicy
 
 RECEIVING = "receiving"
 
@@ -493,7 +489,7 @@ class GlitchesSim(Simulator):
 
 
 @register
-class GlitchesPolicy(Policy):
+class GlitchesPolicy(EnginePolicy):
     """GLITCHES GPU–FPGA collaborative serving (papers/glitches.md §III, Figs. 3–4).
 
     Implemented as §III-C describes:
@@ -558,19 +554,6 @@ class GlitchesPolicy(Policy):
             "let an idle GPU decode when every FPGA is busy and no prefill waits (§III-C)",
         ),
     )
-
-    def __init__(
-        self,
-        device_models: DeviceModelFactory | None = None,
-        *,
-        reference: bool = False,
-        audit: bool = False,
-        timeline_cap: int | None = 400,
-    ) -> None:
-        self.device_models: DeviceModelFactory = device_models or build_device_model
-        self.reference = reference
-        self.audit = audit
-        self.timeline_cap = timeline_cap
 
     def build_sim(
         self,
@@ -647,17 +630,3 @@ class GlitchesPolicy(Policy):
     ) -> SimOutput:
         """Run the scheduler on ``requests`` and return the raw outcome."""
         return self.build_sim(system, model, requests, progress).run()
-
-    def run(
-        self,
-        system: SystemSpec,
-        model: ModelSpec,
-        workload: WorkloadSpec,
-        slo: SloSpec,
-        rng: np.random.Generator,
-        progress: ProgressFn | None = None,
-    ) -> dict[str, Any]:
-        """Simulate ``system`` on the workload's requests and return its result entry."""
-        requests = generate_requests(workload, model)
-        out = self.simulate(system, model, requests, progress)
-        return system_result(system, out, slo)

@@ -7,30 +7,25 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
-
-from simulations.core.devices import build_device_model
 from simulations.core.devices.base import DeviceModel
 from simulations.core.engine.batching import BatchingSim
-from simulations.core.engine.core import DeviceModelFactory, ProgressFn, SimOutput, build_units
-from simulations.core.engine.requests import RequestSet, generate_requests
-from simulations.core.metrics import system_result
+from simulations.core.engine.core import ProgressFn, SimOutput, build_units
+from simulations.core.engine.requests import RequestSet
 from simulations.core.spec import (
     DeviceKind,
     DeviceSpec,
     ModelSpec,
     RuntimeProfile,
-    SloSpec,
     SystemSpec,
-    WorkloadSpec,
 )
 
-from .base import OptionSpec, Policy, RoleSpec, register
+from .base import OptionSpec, RoleSpec, register
 from .glitches import apply_prefetch_ratio, host_round_trip_s
+from .simulated import EnginePolicy
 
 
 @register
-class HomogeneousPolicy(Policy):
+class HomogeneousPolicy(EnginePolicy):
     """Every device serves whole requests (prefill and decode).
 
     Two modes, by ``max_batch``:
@@ -111,19 +106,6 @@ class HomogeneousPolicy(Policy):
         ),
     )
 
-    def __init__(
-        self,
-        device_models: DeviceModelFactory | None = None,
-        *,
-        reference: bool = False,
-        audit: bool = False,
-        timeline_cap: int | None = 400,
-    ) -> None:
-        self.device_models: DeviceModelFactory = device_models or build_device_model
-        self.reference = reference
-        self.audit = audit
-        self.timeline_cap = timeline_cap
-
     def simulate(
         self,
         system: SystemSpec,
@@ -165,17 +147,3 @@ class HomogeneousPolicy(Policy):
         out = sim.run()
         out.extra["options"] = opts
         return out
-
-    def run(
-        self,
-        system: SystemSpec,
-        model: ModelSpec,
-        workload: WorkloadSpec,
-        slo: SloSpec,
-        rng: np.random.Generator,
-        progress: ProgressFn | None = None,
-    ) -> dict[str, Any]:
-        """Simulate ``system`` on the workload's requests and return its result entry."""
-        requests = generate_requests(workload, model)
-        out = self.simulate(system, model, requests, progress)
-        return system_result(system, out, slo)

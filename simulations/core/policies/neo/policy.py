@@ -8,17 +8,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from simulations.core.devices import build_device_model
 from simulations.core.devices.base import DeviceModel, PhaseCost
 from simulations.core.devices.cpu import CpuModel
 from simulations.core.devices.gpu import GpuModel
 from simulations.core.engine.batching import BatchingSim
-from simulations.core.engine.core import DeviceModelFactory, ProgressFn, SimOutput, Unit
-from simulations.core.engine.requests import RequestSet, generate_requests
+from simulations.core.engine.core import ProgressFn, SimOutput, Unit
+from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.graph import prefill_graph
-from simulations.core.metrics import system_result
-from simulations.core.policies.base import OptionSpec, Policy, RoleSpec, register
+from simulations.core.policies.base import OptionSpec, RoleSpec, register
+from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.spec import (
     DevicePlacement,
     ModelSpec,
@@ -151,25 +150,13 @@ def gpu_kv_pool(
     return pool
 
 
-class NeoBasePolicy(Policy):
+class NeoBasePolicy(EnginePolicy):
     """Shared construction of Neo-style systems (see :class:`NeoPolicy`)."""
 
     mode: ClassVar[str] = NEO
     roles: ClassVar[tuple[RoleSpec, ...]] = (GPU_ROLE, CPU_ROLE)
-
-    def __init__(
-        self,
-        device_models: DeviceModelFactory | None = None,
-        *,
-        reference: bool = False,
-        audit: bool = False,
-        timeline_cap: int | None = 400,
-    ) -> None:
-        self.device_models: DeviceModelFactory = device_models or build_device_model
-        self.reference = reference
-        self.audit = audit
-        self.timeline_cap = timeline_cap
-        self.last_sim: NeoSim | None = None
+    #: The simulator of the latest :meth:`simulate` (tests inspect its decisions).
+    last_sim: NeoSim | None = None
 
     def _mode(self, opts: dict[str, Any]) -> str:
         return self.mode
@@ -263,19 +250,6 @@ class NeoBasePolicy(Policy):
         out.extra["options"] = self.resolve_options(system.options)
         return out
 
-    def run(
-        self,
-        system: SystemSpec,
-        model: ModelSpec,
-        workload: WorkloadSpec,
-        slo: SloSpec,
-        rng: np.random.Generator,
-        progress: ProgressFn | None = None,
-    ) -> dict[str, Any]:
-        """Simulate ``system`` on the workload's requests and return its result entry."""
-        requests = generate_requests(workload, model)
-        return system_result(system, self.simulate(system, model, requests, progress), slo)
-
 
 @register
 class NeoPolicy(NeoBasePolicy):
@@ -357,7 +331,7 @@ class FastDecodePlusPolicy(NeoBasePolicy):
 
 
 @register
-class GpuOnlyPolicy(Policy):
+class GpuOnlyPolicy(EnginePolicy):
     """GPU-only continuous batching, vLLM/SwiftLLM-like: the baseline of Neo §5 ("GPU-only
     Neo, i.e. SwiftLLM", Figs. 8b–10).
 
@@ -382,19 +356,6 @@ class GpuOnlyPolicy(Policy):
         RoleSpec("cpu", "the host CPU (idle: the baseline does not offload)", ("cpu",), False),
     )
     options: ClassVar[tuple[OptionSpec, ...]] = SHARED_OPTIONS
-
-    def __init__(
-        self,
-        device_models: DeviceModelFactory | None = None,
-        *,
-        reference: bool = False,
-        audit: bool = False,
-        timeline_cap: int | None = 400,
-    ) -> None:
-        self.device_models: DeviceModelFactory = device_models or build_device_model
-        self.reference = reference
-        self.audit = audit
-        self.timeline_cap = timeline_cap
 
     def simulate(
         self,
@@ -456,9 +417,9 @@ class GpuOnlyPolicy(Policy):
         rng: np.random.Generator,
         progress: ProgressFn | None = None,
     ) -> dict[str, Any]:
-        """Simulate ``system`` on the workload's requests and return its result entry."""
-        requests = generate_requests(workload, model)
-        result = system_result(system, self.simulate(system, model, requests, progress), slo)
+        """Simulate ``system`` on the workload's requests and return its result entry, each
+        device entry counting the placement's GPUs (the engine saw one TP unit)."""
+        result = super().run(system, model, workload, slo, rng, progress)
         for d in result["devices"]:
             for p in system.devices:
                 if p.device.slug == d["device"] and p.role == d["role"]:
