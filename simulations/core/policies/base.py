@@ -8,16 +8,15 @@ returning that system's entry of the result document (DESIGN.md §4).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from simulations.core.engine.core import ProgressFn as ProgressFn  # re-exported
 from simulations.core.errors import SpecError, UnknownPolicyError
 from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
-
-ProgressFn = Callable[[float], None]
 
 
 @dataclass(frozen=True, slots=True)
