@@ -13,7 +13,6 @@ when it is registered, its option names, option values and device roles are chec
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -35,6 +34,18 @@ from simulations.core.spec import (
     SystemSpec,
     TraceData,
     WorkloadSpec,
+)
+from simulations.core.validation import (
+    ROOT,
+    Errors,
+    key_path,
+    read_int,
+    read_list,
+    read_mapping,
+    read_positive,
+    read_str,
+    reject_unknown_keys,
+    type_name,
 )
 
 # --- limits (documented in README.md) -------------------------------------------------------
@@ -63,8 +74,6 @@ MAX_TRACE_ROWS = 200_000
 MAX_SLO = 1e9
 #: Options of one system.
 MAX_OPTIONS = 64
-#: Characters of names (scenario, systems) and roles.
-MAX_NAME_LENGTH = 200
 
 _TOP_KEYS = ("name", "description", "model", "workload", "systems", "slo")
 _WORKLOAD_KEYS = ("requests", "input_tokens", "output_tokens", "arrival", "seed")
@@ -83,143 +92,18 @@ _ARRIVAL_KEYS = {
     "trace": ("kind", "trace", "time_scale"),
 }
 
-#: Key of errors that concern the document as a whole.
-ROOT = "document"
-
 TraceLoader = Callable[[str | Path], TraceData]
-
-
-class _Errors:
-    """Collects messages by JSON path."""
-
-    def __init__(self) -> None:
-        self.by_path: dict[str, list[str]] = {}
-
-    def add(self, path: str, message: str) -> None:
-        self.by_path.setdefault(path or ROOT, []).append(message)
-
-    def __bool__(self) -> bool:
-        return bool(self.by_path)
-
-
-def _key(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    return type(value).__name__
-
-
-def _mapping(errs: _Errors, path: str, value: Any) -> Mapping[str, Any] | None:
-    if not isinstance(value, Mapping):
-        errs.add(path, f"must be an object, got {_type_name(value)}")
-        return None
-    return value
-
-
-def _unknown_keys(errs: _Errors, path: str, obj: Mapping[str, Any], allowed: Sequence[str]) -> None:
-    for key in obj:
-        if key not in allowed:
-            errs.add(_key(path, str(key)), f"unknown field (expected one of: {', '.join(allowed)})")
-
-
-def _str(
-    errs: _Errors, path: str, value: Any, *, required: bool = True, max_len: int = MAX_NAME_LENGTH
-) -> str | None:
-    if value is None:
-        if required:
-            errs.add(path, "is required")
-        return None
-    if not isinstance(value, str):
-        errs.add(path, f"must be a string, got {_type_name(value)}")
-        return None
-    if required and not value.strip():
-        errs.add(path, "must not be empty")
-        return None
-    if len(value) > max_len:
-        errs.add(path, f"must be at most {max_len} characters")
-        return None
-    return value
-
-
-def _int(errs: _Errors, path: str, value: Any, *, minimum: int, maximum: int) -> int | None:
-    if value is None:
-        errs.add(path, "is required")
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and not math.isfinite(value):
-            errs.add(path, "must be finite (NaN and Infinity are rejected)")
-        else:
-            errs.add(path, f"must be an integer, got {_type_name(value)}")
-        return None
-    if value < minimum:
-        errs.add(path, f"must be at least {minimum}")
-        return None
-    if value > maximum:
-        errs.add(path, f"must be at most {maximum}")
-        return None
-    return value
-
-
-def _positive(errs: _Errors, path: str, value: Any, *, maximum: float) -> float | None:
-    if value is None:
-        errs.add(path, "is required")
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        errs.add(path, f"must be a number, got {_type_name(value)}")
-        return None
-    v = float(value)
-    if not math.isfinite(v):
-        errs.add(path, "must be finite (NaN and Infinity are rejected)")
-        return None
-    if v <= 0:
-        errs.add(path, "must be positive")
-        return None
-    if v > maximum:
-        errs.add(path, f"must be at most {maximum:g}")
-        return None
-    return v
-
-
-def _list(
-    errs: _Errors, path: str, value: Any, *, minimum: int, maximum: int
-) -> Sequence[Any] | None:
-    if value is None:
-        errs.add(path, "is required")
-        return None
-    if not isinstance(value, list | tuple):
-        errs.add(path, f"must be an array, got {_type_name(value)}")
-        return None
-    if len(value) < minimum:
-        errs.add(path, f"must have at least {minimum} entr{'y' if minimum == 1 else 'ies'}")
-        return None
-    if len(value) > maximum:
-        errs.add(path, f"must have at most {maximum} entries")
-        return None
-    return value
 
 
 # --- workload --------------------------------------------------------------------------------
 
 
-def _tokens(errs: _Errors, path: str, value: Any) -> int | None:
-    return _int(errs, path, value, minimum=1, maximum=MAX_TOKENS)
+def _tokens(errs: Errors, path: str, value: Any) -> int | None:
+    return read_int(errs, path, value, minimum=1, maximum=MAX_TOKENS)
 
 
 def _length_dist(
-    errs: _Errors, path: str, value: Any, trace_refs: list[tuple[str, str]]
+    errs: Errors, path: str, value: Any, trace_refs: list[tuple[str, str]]
 ) -> LengthDist | None:
     """An integer (fixed) or a ``{"dist": ...}`` object; trace names go to ``trace_refs``."""
     if value is None:
@@ -229,72 +113,74 @@ def _length_dist(
         n = _tokens(errs, path, value)
         return None if n is None else LengthDist(LengthDistKind.FIXED, value=n)
     if not isinstance(value, Mapping):
-        errs.add(path, f"must be an integer or a distribution object, got {_type_name(value)}")
+        errs.add(path, f"must be an integer or a distribution object, got {type_name(value)}")
         return None
     kind = value.get("dist")
     if kind not in _DIST_KEYS:
-        errs.add(_key(path, "dist"), f"must be one of: {', '.join(_DIST_KEYS)}")
+        errs.add(key_path(path, "dist"), f"must be one of: {', '.join(_DIST_KEYS)}")
         return None
-    _unknown_keys(errs, path, value, _DIST_KEYS[kind])
+    reject_unknown_keys(errs, path, value, _DIST_KEYS[kind])
     before = len(errs.by_path)
     if kind == "fixed":
-        n = _tokens(errs, _key(path, "value"), value.get("value"))
+        n = _tokens(errs, key_path(path, "value"), value.get("value"))
         return None if n is None else LengthDist(LengthDistKind.FIXED, value=n)
     if kind == "trace":
         name = value.get("trace")
         if name is None:
             trace_refs.append((path, ""))
-        elif _str(errs, _key(path, "trace"), name, max_len=4096) is not None:
-            trace_refs.append((_key(path, "trace"), name))
+        elif read_str(errs, key_path(path, "trace"), name, max_len=4096) is not None:
+            trace_refs.append((key_path(path, "trace"), name))
         else:
             return None
         return LengthDist(LengthDistKind.TRACE)
     low = high = None
     if kind == "uniform" or "low" in value:
-        low = _tokens(errs, _key(path, "low"), value.get("low"))
+        low = _tokens(errs, key_path(path, "low"), value.get("low"))
     if kind == "uniform" or "high" in value:
-        high = _tokens(errs, _key(path, "high"), value.get("high"))
+        high = _tokens(errs, key_path(path, "high"), value.get("high"))
     if low is not None and high is not None and low > high:
-        errs.add(_key(path, "high"), "must not be below low")
+        errs.add(key_path(path, "high"), "must not be below low")
     if kind == "uniform":
         if len(errs.by_path) != before:
             return None
         return LengthDist(LengthDistKind.UNIFORM, low=low, high=high)
-    median = _positive(errs, _key(path, "median"), value.get("median"), maximum=MAX_TOKENS)
-    sigma = _positive(errs, _key(path, "sigma"), value.get("sigma"), maximum=MAX_SIGMA)
+    median = read_positive(errs, key_path(path, "median"), value.get("median"), maximum=MAX_TOKENS)
+    sigma = read_positive(errs, key_path(path, "sigma"), value.get("sigma"), maximum=MAX_SIGMA)
     if len(errs.by_path) != before:
         return None
     return LengthDist(LengthDistKind.LOGNORMAL, low=low, high=high, median=median, sigma=sigma)
 
 
 def _arrival(
-    errs: _Errors, path: str, value: Any, trace_refs: list[tuple[str, str]]
+    errs: Errors, path: str, value: Any, trace_refs: list[tuple[str, str]]
 ) -> ArrivalSpec | None:
     if value is None:
         return ArrivalSpec(ArrivalKind.CLOSED)
-    obj = _mapping(errs, path, value)
+    obj = read_mapping(errs, path, value)
     if obj is None:
         return None
     kind = obj.get("kind")
     if kind not in _ARRIVAL_KEYS:
-        errs.add(_key(path, "kind"), f"must be one of: {', '.join(_ARRIVAL_KEYS)}")
+        errs.add(key_path(path, "kind"), f"must be one of: {', '.join(_ARRIVAL_KEYS)}")
         return None
-    _unknown_keys(errs, path, obj, _ARRIVAL_KEYS[kind])
+    reject_unknown_keys(errs, path, obj, _ARRIVAL_KEYS[kind])
     if kind == "closed":
         return ArrivalSpec(ArrivalKind.CLOSED)
     if kind == "poisson":
-        rate = _positive(
-            errs, _key(path, "rate_per_s"), obj.get("rate_per_s"), maximum=MAX_RATE_PER_S
+        rate = read_positive(
+            errs, key_path(path, "rate_per_s"), obj.get("rate_per_s"), maximum=MAX_RATE_PER_S
         )
         return None if rate is None else ArrivalSpec(ArrivalKind.POISSON, rate_per_s=rate)
     scale: float | None = 1.0
     if "time_scale" in obj:
-        scale = _positive(errs, _key(path, "time_scale"), obj["time_scale"], maximum=MAX_TIME_SCALE)
+        scale = read_positive(
+            errs, key_path(path, "time_scale"), obj["time_scale"], maximum=MAX_TIME_SCALE
+        )
     name = obj.get("trace")
     if name is None:
-        trace_refs.append((_key(path, "trace"), ""))
-    elif _str(errs, _key(path, "trace"), name, max_len=4096) is not None:
-        trace_refs.append((_key(path, "trace"), name))
+        trace_refs.append((key_path(path, "trace"), ""))
+    elif read_str(errs, key_path(path, "trace"), name, max_len=4096) is not None:
+        trace_refs.append((key_path(path, "trace"), name))
     else:
         return None
     return None if scale is None else ArrivalSpec(ArrivalKind.TRACE, time_scale=scale)
@@ -306,7 +192,7 @@ def _named(trace: TraceData, name: str) -> TraceData:
 
 
 def _resolve_trace(
-    errs: _Errors,
+    errs: Errors,
     trace_refs: list[tuple[str, str]],
     traces: Mapping[str, TraceData],
     trace_dir: Path | None,
@@ -319,7 +205,7 @@ def _resolve_trace(
     if not named:
         for path, _ in trace_refs:
             errs.add(
-                _key(path, "trace") if not path.endswith(".trace") else path,
+                key_path(path, "trace") if not path.endswith(".trace") else path,
                 "name the trace (here or in workload.arrival.trace)",
             )
         return None, None
@@ -348,7 +234,7 @@ def _resolve_trace(
 
 
 def _workload(
-    errs: _Errors,
+    errs: Errors,
     value: Any,
     traces: Mapping[str, TraceData],
     trace_dir: Path | None,
@@ -358,16 +244,18 @@ def _workload(
     if value is None:
         errs.add(path, "is required")
         return None
-    obj = _mapping(errs, path, value)
+    obj = read_mapping(errs, path, value)
     if obj is None:
         return None
-    _unknown_keys(errs, path, obj, _WORKLOAD_KEYS)
-    requests = _int(errs, "workload.requests", obj.get("requests"), minimum=1, maximum=MAX_REQUESTS)
+    reject_unknown_keys(errs, path, obj, _WORKLOAD_KEYS)
+    requests = read_int(
+        errs, "workload.requests", obj.get("requests"), minimum=1, maximum=MAX_REQUESTS
+    )
     refs: list[tuple[str, str]] = []
     inp = _length_dist(errs, "workload.input_tokens", obj.get("input_tokens"), refs)
     out = _length_dist(errs, "workload.output_tokens", obj.get("output_tokens"), refs)
     arrival = _arrival(errs, "workload.arrival", obj.get("arrival"), refs)
-    seed = _int(errs, "workload.seed", obj.get("seed", 0), minimum=0, maximum=MAX_SEED)
+    seed = read_int(errs, "workload.seed", obj.get("seed", 0), minimum=0, maximum=MAX_SEED)
     trace, _ = _resolve_trace(errs, refs, traces, trace_dir, loader)
     if trace is not None:
         rows = len(trace.arrival_s)
@@ -393,27 +281,27 @@ def _workload(
 
 
 def _placement(
-    errs: _Errors, path: str, value: Any, catalog: Catalog
+    errs: Errors, path: str, value: Any, catalog: Catalog
 ) -> tuple[DevicePlacement | None, int]:
     """One ``devices`` entry; also returns its count (0 when invalid) for the system total."""
-    obj = _mapping(errs, path, value)
+    obj = read_mapping(errs, path, value)
     if obj is None:
         return None, 0
-    _unknown_keys(errs, path, obj, _PLACEMENT_KEYS)
-    slug = _str(errs, _key(path, "device"), obj.get("device"))
+    reject_unknown_keys(errs, path, obj, _PLACEMENT_KEYS)
+    slug = read_str(errs, key_path(path, "device"), obj.get("device"))
     device = None
     if slug is not None:
         device = catalog.devices.get(slug)
         if device is None:
-            errs.add(_key(path, "device"), f"unknown device {slug!r}")
-    count = _int(
-        errs, _key(path, "count"), obj.get("count"), minimum=1, maximum=MAX_DEVICES_PER_SYSTEM
+            errs.add(key_path(path, "device"), f"unknown device {slug!r}")
+    count = read_int(
+        errs, key_path(path, "count"), obj.get("count"), minimum=1, maximum=MAX_DEVICES_PER_SYSTEM
     )
-    role = _str(errs, _key(path, "role"), obj.get("role", ""), required=False, max_len=64)
+    role = read_str(errs, key_path(path, "role"), obj.get("role", ""), required=False, max_len=64)
     runtime: RuntimeProfile | None = None
-    rt_path = _key(path, "runtime")
+    rt_path = key_path(path, "runtime")
     if obj.get("runtime") is not None:
-        rt_slug = _str(errs, rt_path, obj["runtime"])
+        rt_slug = read_str(errs, rt_path, obj["runtime"])
         if rt_slug is not None:
             runtime = catalog.runtimes.get(rt_slug)
             if runtime is None:
@@ -440,7 +328,7 @@ def _placement(
 
 
 def _check_roles(
-    errs: _Errors,
+    errs: Errors,
     path: str,
     policy: str,
     roles: Sequence[RoleSpec],
@@ -467,11 +355,11 @@ def _check_roles(
 
 
 def _options(
-    errs: _Errors, path: str, policy: str | None, value: Any
+    errs: Errors, path: str, policy: str | None, value: Any
 ) -> tuple[dict[str, Any] | None, type[Policy] | None]:
     """Options checked against the policy's declared ones (when it is registered)."""
-    opts_path = _key(path, "options")
-    obj = _mapping(errs, opts_path, value)
+    opts_path = key_path(path, "options")
+    obj = read_mapping(errs, opts_path, value)
     if obj is None:
         return None, None
     if len(obj) > MAX_OPTIONS:
@@ -490,12 +378,12 @@ def _options(
         opt = declared.get(key)
         if opt is None:
             errs.add(
-                _key(opts_path, str(key)),
+                key_path(opts_path, str(key)),
                 f"unknown option for policy {policy!r} (known: {', '.join(declared) or 'none'})",
             )
             continue
         try:
-            opt.validate(val, _key(opts_path, key))
+            opt.validate(val, key_path(opts_path, key))
         except SpecError as exc:
             errs.add(exc.field, exc.message)
     if len(errs.by_path) != before:
@@ -508,23 +396,25 @@ def _options(
 
 
 def _system(
-    errs: _Errors, i: int, value: Any, catalog: Catalog, names: set[str]
+    errs: Errors, i: int, value: Any, catalog: Catalog, names: set[str]
 ) -> SystemSpec | None:
     path = f"systems[{i}]"
-    obj = _mapping(errs, path, value)
+    obj = read_mapping(errs, path, value)
     if obj is None:
         return None
-    _unknown_keys(errs, path, obj, _SYSTEM_KEYS)
-    name = _str(errs, _key(path, "name"), obj.get("name"))
+    reject_unknown_keys(errs, path, obj, _SYSTEM_KEYS)
+    name = read_str(errs, key_path(path, "name"), obj.get("name"))
     if name is not None:
         if name in names:
-            errs.add(_key(path, "name"), f"duplicate system name {name!r}")
+            errs.add(key_path(path, "name"), f"duplicate system name {name!r}")
         names.add(name)
-    _str(errs, _key(path, "description"), obj.get("description"), required=False, max_len=2000)
-    policy = _str(errs, _key(path, "policy"), obj.get("policy"), max_len=64)
-    entries = _list(
+    read_str(
+        errs, key_path(path, "description"), obj.get("description"), required=False, max_len=2000
+    )
+    policy = read_str(errs, key_path(path, "policy"), obj.get("policy"), max_len=64)
+    entries = read_list(
         errs,
-        _key(path, "devices"),
+        key_path(path, "devices"),
         obj.get("devices"),
         minimum=1,
         maximum=MAX_PLACEMENTS_PER_SYSTEM,
@@ -541,7 +431,7 @@ def _system(
             placements.append((j, placement))
     if total > MAX_DEVICES_PER_SYSTEM:
         errs.add(
-            _key(path, "devices"),
+            key_path(path, "devices"),
             f"has {total} devices in total; at most {MAX_DEVICES_PER_SYSTEM} are allowed",
         )
         ok = False
@@ -560,18 +450,18 @@ def _system(
     )
 
 
-def _slo(errs: _Errors, value: Any) -> SloSpec | None:
+def _slo(errs: Errors, value: Any) -> SloSpec | None:
     if value is None:
         return SloSpec()
-    obj = _mapping(errs, "slo", value)
+    obj = read_mapping(errs, "slo", value)
     if obj is None:
         return None
-    _unknown_keys(errs, "slo", obj, _SLO_KEYS)
+    reject_unknown_keys(errs, "slo", obj, _SLO_KEYS)
     targets: dict[str, float] = {}
     ok = True
     for key in _SLO_KEYS:
         if obj.get(key) is not None:
-            v = _positive(errs, f"slo.{key}", obj[key], maximum=MAX_SLO)
+            v = read_positive(errs, f"slo.{key}", obj[key], maximum=MAX_SLO)
             if v is None:
                 ok = False
             else:
@@ -598,15 +488,15 @@ def parse_scenario(
     document can never make the server read its files. Raises ScenarioValidationError with
     every problem found, keyed by JSON path.
     """
-    errs = _Errors()
+    errs = Errors()
     if not isinstance(doc, Mapping):
-        errs.add(ROOT, f"must be a JSON object, got {_type_name(doc)}")
+        errs.add(ROOT, f"must be a JSON object, got {type_name(doc)}")
         raise ScenarioValidationError(errs.by_path)
-    _unknown_keys(errs, "", doc, _TOP_KEYS)
-    name = _str(errs, "name", doc.get("name"))
-    _str(errs, "description", doc.get("description"), required=False, max_len=2000)
+    reject_unknown_keys(errs, "", doc, _TOP_KEYS)
+    name = read_str(errs, "name", doc.get("name"))
+    read_str(errs, "description", doc.get("description"), required=False, max_len=2000)
     model: ModelSpec | None = None
-    model_slug = _str(errs, "model", doc.get("model"))
+    model_slug = read_str(errs, "model", doc.get("model"))
     if model_slug is not None:
         model = catalog.models.get(model_slug)
         if model is None:
@@ -619,7 +509,7 @@ def parse_scenario(
         trace_loader,
     )
     systems: list[SystemSpec | None] = []
-    raw_systems = _list(errs, "systems", doc.get("systems"), minimum=1, maximum=MAX_SYSTEMS)
+    raw_systems = read_list(errs, "systems", doc.get("systems"), minimum=1, maximum=MAX_SYSTEMS)
     names: set[str] = set()
     for i, entry in enumerate(raw_systems or ()):
         systems.append(_system(errs, i, entry, catalog, names))
@@ -644,7 +534,7 @@ def parse_workload(
     trace_loader: TraceLoader | None = None,
 ) -> WorkloadSpec:
     """Validate a scenario's ``workload`` object alone (errors keyed ``workload.…``)."""
-    errs = _Errors()
+    errs = Errors()
     spec = _workload(
         errs, doc, traces or {}, Path(trace_dir) if trace_dir is not None else None, trace_loader
     )

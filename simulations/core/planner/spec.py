@@ -20,7 +20,7 @@ A plan asks "what is the cheapest system that meets these latency targets?". Its
                 "max_load_factor": 8}}
 
 :func:`parse_plan` validates the whole document against a catalog and reports *every*
-problem at once, keyed by JSON path, through the scenario parser's helpers (the workload
+problem at once, keyed by JSON path, through :mod:`simulations.core.validation` (the workload
 object is parsed by exactly the code that parses a scenario's), raising
 :class:`~simulations.core.errors.ScenarioValidationError`.
 
@@ -43,20 +43,7 @@ from typing import Any
 from simulations.core.catalog import Catalog
 from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
 from simulations.core.policies import get_policy
-from simulations.core.scenario import (
-    ROOT,
-    TraceLoader,
-    _Errors,
-    _int,
-    _key,
-    _list,
-    _mapping,
-    _positive,
-    _str,
-    _type_name,
-    _unknown_keys,
-    _workload,
-)
+from simulations.core.scenario import TraceLoader, _workload
 from simulations.core.spec import (
     DeviceKind,
     DeviceSpec,
@@ -65,6 +52,18 @@ from simulations.core.spec import (
     SloSpec,
     TraceData,
     WorkloadSpec,
+)
+from simulations.core.validation import (
+    ROOT,
+    Errors,
+    key_path,
+    read_int,
+    read_list,
+    read_mapping,
+    read_positive,
+    read_str,
+    reject_unknown_keys,
+    type_name,
 )
 
 # --- limits ----------------------------------------------------------------------------------
@@ -256,20 +255,20 @@ class PlanSpec:
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def _opt_positive(errs: _Errors, path: str, obj: Mapping[str, Any], key: str) -> float | None:
+def _opt_positive(errs: Errors, path: str, obj: Mapping[str, Any], key: str) -> float | None:
     if obj.get(key) is None:
         return None
-    return _positive(errs, _key(path, key), obj[key], maximum=1e15)
+    return read_positive(errs, key_path(path, key), obj[key], maximum=1e15)
 
 
-def _targets(errs: _Errors, value: Any) -> Targets | None:
-    obj = _mapping(errs, "targets", value) if value is not None else None
+def _targets(errs: Errors, value: Any) -> Targets | None:
+    obj = read_mapping(errs, "targets", value) if value is not None else None
     if value is None:
         errs.add("targets", "is required (at least one of: " + ", ".join(_TARGET_KEYS) + ")")
         return None
     if obj is None:
         return None
-    _unknown_keys(errs, "targets", obj, _TARGET_KEYS)
+    reject_unknown_keys(errs, "targets", obj, _TARGET_KEYS)
     before = len(errs.by_path)
     vals = {k: _opt_positive(errs, "targets", obj, k) for k in _TARGET_KEYS}
     if len(errs.by_path) != before:
@@ -280,19 +279,19 @@ def _targets(errs: _Errors, value: Any) -> Targets | None:
     return Targets(**vals)
 
 
-def _constraints(errs: _Errors, value: Any) -> Constraints | None:
+def _constraints(errs: Errors, value: Any) -> Constraints | None:
     if value is None:
         return Constraints()
-    obj = _mapping(errs, "constraints", value)
+    obj = read_mapping(errs, "constraints", value)
     if obj is None:
         return None
-    _unknown_keys(errs, "constraints", obj, _CONSTRAINT_KEYS)
+    reject_unknown_keys(errs, "constraints", obj, _CONSTRAINT_KEYS)
     before = len(errs.by_path)
     capex = _opt_positive(errs, "constraints", obj, "max_capex_usd")
     power = _opt_positive(errs, "constraints", obj, "max_power_w")
     per_node = nodes = None
     if obj.get("max_devices_per_node") is not None:
-        per_node = _int(
+        per_node = read_int(
             errs,
             "constraints.max_devices_per_node",
             obj["max_devices_per_node"],
@@ -300,7 +299,7 @@ def _constraints(errs: _Errors, value: Any) -> Constraints | None:
             maximum=1024,
         )
     if obj.get("max_nodes") is not None:
-        nodes = _int(errs, "constraints.max_nodes", obj["max_nodes"], minimum=1, maximum=1024)
+        nodes = read_int(errs, "constraints.max_nodes", obj["max_nodes"], minimum=1, maximum=1024)
         if per_node is None and "max_devices_per_node" not in obj:
             errs.add("constraints.max_nodes", "needs max_devices_per_node (devices in one node)")
     if len(errs.by_path) != before:
@@ -308,18 +307,18 @@ def _constraints(errs: _Errors, value: Any) -> Constraints | None:
     return Constraints(capex, power, per_node, nodes)
 
 
-def _search(errs: _Errors, value: Any) -> SearchOptions | None:
+def _search(errs: Errors, value: Any) -> SearchOptions | None:
     if value is None:
         return SearchOptions()
-    obj = _mapping(errs, "search", value)
+    obj = read_mapping(errs, "search", value)
     if obj is None:
         return None
-    _unknown_keys(errs, "search", obj, _SEARCH_KEYS)
+    reject_unknown_keys(errs, "search", obj, _SEARCH_KEYS)
     d = SearchOptions()
     before = len(errs.by_path)
     conf: int | None = d.max_confirmations
     if "max_confirmations" in obj:
-        conf = _int(
+        conf = read_int(
             errs,
             "search.max_confirmations",
             obj["max_confirmations"],
@@ -328,22 +327,24 @@ def _search(errs: _Errors, value: Any) -> SearchOptions | None:
         )
     rnd: int | None = d.round_size
     if "round_size" in obj:
-        rnd = _int(errs, "search.round_size", obj["round_size"], minimum=1, maximum=MAX_ROUND_SIZE)
+        rnd = read_int(
+            errs, "search.round_size", obj["round_size"], minimum=1, maximum=MAX_ROUND_SIZE
+        )
     sens = d.sensitivity
     if "sensitivity" in obj:
         sens = obj["sensitivity"]
         if not isinstance(sens, bool):
-            errs.add("search.sensitivity", f"must be true or false, got {_type_name(sens)}")
+            errs.add("search.sensitivity", f"must be true or false, got {type_name(sens)}")
     factor: float | None = d.max_load_factor
     if "max_load_factor" in obj:
-        factor = _positive(
+        factor = read_positive(
             errs, "search.max_load_factor", obj["max_load_factor"], maximum=MAX_LOAD_FACTOR
         )
         if factor is not None and factor <= 1.0:
             errs.add("search.max_load_factor", "must be greater than 1")
     tol: float | None = d.load_tolerance
     if "load_tolerance" in obj:
-        tol = _positive(errs, "search.load_tolerance", obj["load_tolerance"], maximum=0.5)
+        tol = read_positive(errs, "search.load_tolerance", obj["load_tolerance"], maximum=0.5)
         if tol is not None and tol < 1e-4:
             errs.add("search.load_tolerance", "must be at least 0.0001")
     pareto: float | None = d.pareto_tolerance
@@ -352,7 +353,7 @@ def _search(errs: _Errors, value: Any) -> SearchOptions | None:
         if raw == 0 and not isinstance(raw, bool):
             pareto = 0.0
         else:
-            pareto = _positive(errs, "search.pareto_tolerance", raw, maximum=0.5)
+            pareto = read_positive(errs, "search.pareto_tolerance", raw, maximum=0.5)
     if len(errs.by_path) != before:
         return None
     assert conf is not None and rnd is not None and factor is not None and tol is not None
@@ -361,48 +362,52 @@ def _search(errs: _Errors, value: Any) -> SearchOptions | None:
 
 
 def _device_entries(
-    errs: _Errors, value: Any, catalog: Catalog
+    errs: Errors, value: Any, catalog: Catalog
 ) -> tuple[list[DeviceChoice], dict[str, list[int]]]:
     path = "space.devices"
-    entries = _list(errs, path, value, minimum=1, maximum=MAX_DEVICE_ENTRIES)
+    entries = read_list(errs, path, value, minimum=1, maximum=MAX_DEVICE_ENTRIES)
     out: list[DeviceChoice] = []
     by_slug: dict[str, list[int]] = {}
     seen: set[tuple[str, str]] = set()
     for i, raw in enumerate(entries or ()):
         p = f"{path}[{i}]"
-        obj = _mapping(errs, p, raw)
+        obj = read_mapping(errs, p, raw)
         if obj is None:
             continue
-        _unknown_keys(errs, p, obj, _DEVICE_KEYS)
-        slug = _str(errs, _key(p, "device"), obj.get("device"), max_len=64)
+        reject_unknown_keys(errs, p, obj, _DEVICE_KEYS)
+        slug = read_str(errs, key_path(p, "device"), obj.get("device"), max_len=64)
         device = catalog.devices.get(slug) if slug is not None else None
         if slug is not None and device is None:
-            errs.add(_key(p, "device"), f"unknown device {slug!r}")
+            errs.add(key_path(p, "device"), f"unknown device {slug!r}")
         if device is not None and device.price_usd is None:
             errs.add(
-                _key(p, "device"),
+                key_path(p, "device"),
                 f"{slug!r} has no price in the catalog; the planner minimises capital cost, "
                 "so every searched device needs price_usd",
             )
             device = None
         if device is not None and device.kind is DeviceKind.SOC:
-            errs.add(_key(p, "device"), f"{slug!r} is a SoC; search its components instead")
+            errs.add(key_path(p, "device"), f"{slug!r} is a SoC; search its components instead")
             device = None
-        lo = _int(errs, _key(p, "min_count"), obj.get("min_count", 1), minimum=1, maximum=MAX_COUNT)
-        hi = _int(errs, _key(p, "max_count"), obj.get("max_count"), minimum=1, maximum=MAX_COUNT)
+        lo = read_int(
+            errs, key_path(p, "min_count"), obj.get("min_count", 1), minimum=1, maximum=MAX_COUNT
+        )
+        hi = read_int(
+            errs, key_path(p, "max_count"), obj.get("max_count"), minimum=1, maximum=MAX_COUNT
+        )
         if lo is not None and hi is not None and lo > hi:
-            errs.add(_key(p, "max_count"), "must not be below min_count")
+            errs.add(key_path(p, "max_count"), "must not be below min_count")
         runtime: RuntimeProfile | None = None
         named = obj.get("runtime") is not None
         if named:
-            rt_slug = _str(errs, _key(p, "runtime"), obj["runtime"], max_len=64)
+            rt_slug = read_str(errs, key_path(p, "runtime"), obj["runtime"], max_len=64)
             if rt_slug is not None:
                 runtime = catalog.runtimes.get(rt_slug)
                 if runtime is None:
-                    errs.add(_key(p, "runtime"), f"unknown runtime profile {rt_slug!r}")
+                    errs.add(key_path(p, "runtime"), f"unknown runtime profile {rt_slug!r}")
                 elif device is not None and runtime.device_kind is not device.kind:
                     errs.add(
-                        _key(p, "runtime"),
+                        key_path(p, "runtime"),
                         f"runtime {rt_slug!r} is for {runtime.device_kind.value} devices, "
                         f"not {device.kind.value} ({device.slug})",
                     )
@@ -411,7 +416,7 @@ def _device_entries(
             default = catalog.default_runtimes.get(device.kind)
             if default is None or default not in catalog.runtimes:
                 errs.add(
-                    _key(p, "runtime"),
+                    key_path(p, "runtime"),
                     f"no default runtime profile for {device.kind.value} devices; name one",
                 )
             else:
@@ -420,7 +425,7 @@ def _device_entries(
             continue
         pair = (device.slug, runtime.slug)
         if pair in seen:
-            errs.add(_key(p, "device"), f"{device.slug} on {runtime.slug} is listed twice")
+            errs.add(key_path(p, "device"), f"{device.slug} on {runtime.slug} is listed twice")
             continue
         seen.add(pair)
         by_slug.setdefault(device.slug, []).append(len(out))
@@ -429,28 +434,28 @@ def _device_entries(
 
 
 def _policy_entries(
-    errs: _Errors, value: Any, devices: Sequence[DeviceChoice], by_slug: Mapping[str, list[int]]
+    errs: Errors, value: Any, devices: Sequence[DeviceChoice], by_slug: Mapping[str, list[int]]
 ) -> list[PolicyChoice]:
     path = "space.policies"
-    entries = _list(errs, path, value, minimum=1, maximum=MAX_POLICY_ENTRIES)
+    entries = read_list(errs, path, value, minimum=1, maximum=MAX_POLICY_ENTRIES)
     out: list[PolicyChoice] = []
     for i, raw in enumerate(entries or ()):
         p = f"{path}[{i}]"
-        obj = _mapping(errs, p, raw)
+        obj = read_mapping(errs, p, raw)
         if obj is None:
             continue
-        _unknown_keys(errs, p, obj, _POLICY_KEYS)
-        name = _str(errs, _key(p, "policy"), obj.get("policy"), max_len=64)
+        reject_unknown_keys(errs, p, obj, _POLICY_KEYS)
+        name = read_str(errs, key_path(p, "policy"), obj.get("policy"), max_len=64)
         if name is None:
             continue
         try:
             cls = get_policy(name)
         except UnknownPolicyError as exc:
-            errs.add(_key(p, "policy"), str(exc))
+            errs.add(key_path(p, "policy"), str(exc))
             continue
         if name not in SCREENED_POLICIES:
             errs.add(
-                _key(p, "policy"),
+                key_path(p, "policy"),
                 f"the planner has no analytic screen for policy {name!r} yet "
                 f"(supported: {', '.join(SCREENED_POLICIES)})",
             )
@@ -459,9 +464,9 @@ def _policy_entries(
         declared = {o.name: o for o in cls.options}
         options: list[tuple[str, tuple[Any, ...]]] = []
         raw_opts = obj.get("options", {})
-        opts = _mapping(errs, _key(p, "options"), raw_opts)
+        opts = read_mapping(errs, key_path(p, "options"), raw_opts)
         for key, vals in (opts or {}).items():
-            op = _key(_key(p, "options"), str(key))
+            op = key_path(key_path(p, "options"), str(key))
             spec = declared.get(key)
             if spec is None:
                 errs.add(
@@ -487,11 +492,11 @@ def _policy_entries(
             options.append((str(key), uniq))
         allowed = list(range(len(devices)))
         if obj.get("devices") is not None:
-            dp = _key(p, "devices")
-            slugs = _list(errs, dp, obj["devices"], minimum=1, maximum=MAX_DEVICE_ENTRIES)
+            dp = key_path(p, "devices")
+            slugs = read_list(errs, dp, obj["devices"], minimum=1, maximum=MAX_DEVICE_ENTRIES)
             allowed = []
             for j, s in enumerate(slugs or ()):
-                slug = _str(errs, f"{dp}[{j}]", s, max_len=64)
+                slug = read_str(errs, f"{dp}[{j}]", s, max_len=64)
                 if slug is None:
                     continue
                 idx = by_slug.get(slug)
@@ -508,7 +513,7 @@ def _policy_entries(
             if role.required and not eligible:
                 kinds = ", ".join(role.kinds) or "any"
                 errs.add(
-                    _key(p, "devices") if obj.get("devices") is not None else "space.devices",
+                    key_path(p, "devices") if obj.get("devices") is not None else "space.devices",
                     f"policy {name!r} needs a device for its role {role.name!r} "
                     f"({kinds}); none of the listed devices can play it",
                 )
@@ -551,15 +556,17 @@ def parse_plan(
     name; with ``trace_dir`` also CSV paths relative to it). Raises ScenarioValidationError
     with every problem found, keyed by JSON path.
     """
-    errs = _Errors()
+    errs = Errors()
     if not isinstance(doc, Mapping):
-        errs.add(ROOT, f"must be a JSON object, got {_type_name(doc)}")
+        errs.add(ROOT, f"must be a JSON object, got {type_name(doc)}")
         raise ScenarioValidationError(errs.by_path)
-    _unknown_keys(errs, "", doc, _TOP_KEYS)
-    name = _str(errs, "name", doc.get("name"))
-    description = _str(errs, "description", doc.get("description"), required=False, max_len=2000)
+    reject_unknown_keys(errs, "", doc, _TOP_KEYS)
+    name = read_str(errs, "name", doc.get("name"))
+    description = read_str(
+        errs, "description", doc.get("description"), required=False, max_len=2000
+    )
     model: ModelSpec | None = None
-    model_slug = _str(errs, "model", doc.get("model"))
+    model_slug = read_str(errs, "model", doc.get("model"))
     if model_slug is not None:
         model = catalog.models.get(model_slug)
         if model is None:
@@ -584,9 +591,9 @@ def parse_plan(
     if space is None:
         errs.add("space", "is required")
     else:
-        obj = _mapping(errs, "space", space)
+        obj = read_mapping(errs, "space", space)
         if obj is not None:
-            _unknown_keys(errs, "space", obj, _SPACE_KEYS)
+            reject_unknown_keys(errs, "space", obj, _SPACE_KEYS)
             devices, by_slug = _device_entries(errs, obj.get("devices"), catalog)
             policies = _policy_entries(errs, obj.get("policies"), devices, by_slug)
     constraints = _constraints(errs, doc.get("constraints"))
