@@ -85,6 +85,6 @@ def roofline_figure(
                 )
             )
     fig.update_layout(legend={"orientation": "v", "x": 1.02, "y": 1, "yanchor": "top"})
-    fig.update_xaxes(type="log", title_text="operational intensity (OP/byte)")
-    fig.update_yaxes(type="log", title_text="performance (TOP/s)")
+    fig.update_xaxes(type="log", dtick=1, title_text="operational intensity (OP/byte)")
+    fig.update_yaxes(type="log", dtick=1, title_text="performance (TOP/s)")
     return fig

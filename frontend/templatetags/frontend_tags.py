@@ -38,6 +38,13 @@ def num(value: Any, digits: int = 4) -> str:
 
 
 @register.filter
+def scaled(value: Any, exponent: int) -> str:
+    """``value / 10**exponent`` as a number (ops/s → TOP/s with 12, bytes/s → GB/s with 9)."""
+    v = finite(value)
+    return "n/a" if v is None else fmt(v / 10 ** int(exponent))
+
+
+@register.filter
 def pct(value: Any) -> str:
     """A fraction as a percentage."""
     v = finite(value)

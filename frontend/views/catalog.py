@@ -63,6 +63,15 @@ def overview(request: HttpRequest) -> HttpResponse:
     return render(request, "frontend/catalog/overview.html", selectors.catalog_overview())
 
 
+def split_help(text: str) -> tuple[str, str]:
+    """A help text ``"Peak dense FP16 tensor compute, TFLOP/s."`` as (what, unit)."""
+    text = text.strip().rstrip(".")
+    head, sep, tail = text.rpartition(", ")
+    if sep and len(tail) <= 16 and " " not in tail.strip("() "):
+        return head, tail
+    return text, ""
+
+
 def _source_key_candidates(field: str) -> list[str]:
     keys = [field]
     for prefix in ("host_link", "peer_link", "fpga", "npu", "cpu"):
