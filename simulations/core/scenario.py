@@ -14,7 +14,7 @@ when it is registered, its option names, option values and device roles are chec
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -236,8 +236,8 @@ def _resolve_trace(
 def _workload(
     errs: Errors,
     value: Any,
-    traces: Mapping[str, TraceData],
-    trace_dir: Path | None,
+    traces: Mapping[str, TraceData] | None,
+    trace_dir: str | Path | None,
     loader: TraceLoader | None,
 ) -> WorkloadSpec | None:
     path = "workload"
@@ -256,7 +256,9 @@ def _workload(
     out = _length_dist(errs, "workload.output_tokens", obj.get("output_tokens"), refs)
     arrival = _arrival(errs, "workload.arrival", obj.get("arrival"), refs)
     seed = read_int(errs, "workload.seed", obj.get("seed", 0), minimum=0, maximum=MAX_SEED)
-    trace, _ = _resolve_trace(errs, refs, traces, trace_dir, loader)
+    trace, _ = _resolve_trace(
+        errs, refs, traces or {}, Path(trace_dir) if trace_dir is not None else None, loader
+    )
     if trace is not None:
         rows = len(trace.arrival_s)
         if rows > MAX_TRACE_ROWS:
@@ -472,6 +474,48 @@ def _slo(errs: Errors, value: Any) -> SloSpec | None:
 # --- entry points ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentHead:
+    """What scenario and plan documents share, as parsed (``None`` where invalid)."""
+
+    name: str | None
+    description: str | None
+    model: ModelSpec | None
+    workload: WorkloadSpec | None
+
+
+def parse_head(
+    errs: Errors,
+    doc: Any,
+    catalog: Catalog,
+    allowed: Sequence[str],
+    *,
+    traces: Mapping[str, TraceData] | None = None,
+    trace_dir: str | Path | None = None,
+    trace_loader: TraceLoader | None = None,
+) -> DocumentHead:
+    """Check that ``doc`` is an object with no key outside ``allowed`` and parse its
+    ``name``, ``description``, ``model`` (against ``catalog``) and ``workload`` (traces
+    resolve as in :func:`parse_scenario`), recording problems in ``errs``. A ``doc`` that is
+    not an object raises ScenarioValidationError at once (nothing else can be read)."""
+    if not isinstance(doc, Mapping):
+        errs.add(ROOT, f"must be a JSON object, got {type_name(doc)}")
+        raise ScenarioValidationError(errs.by_path)
+    reject_unknown_keys(errs, "", doc, allowed)
+    name = read_str(errs, "name", doc.get("name"))
+    description = read_str(
+        errs, "description", doc.get("description"), required=False, max_len=2000
+    )
+    model: ModelSpec | None = None
+    model_slug = read_str(errs, "model", doc.get("model"))
+    if model_slug is not None:
+        model = catalog.models.get(model_slug)
+        if model is None:
+            errs.add("model", f"unknown model {model_slug!r}")
+    workload = _workload(errs, doc.get("workload"), traces, trace_dir, trace_loader)
+    return DocumentHead(name, description, model, workload)
+
+
 def parse_scenario(
     doc: Mapping[str, Any],
     catalog: Catalog,
@@ -489,24 +533,14 @@ def parse_scenario(
     every problem found, keyed by JSON path.
     """
     errs = Errors()
-    if not isinstance(doc, Mapping):
-        errs.add(ROOT, f"must be a JSON object, got {type_name(doc)}")
-        raise ScenarioValidationError(errs.by_path)
-    reject_unknown_keys(errs, "", doc, _TOP_KEYS)
-    name = read_str(errs, "name", doc.get("name"))
-    read_str(errs, "description", doc.get("description"), required=False, max_len=2000)
-    model: ModelSpec | None = None
-    model_slug = read_str(errs, "model", doc.get("model"))
-    if model_slug is not None:
-        model = catalog.models.get(model_slug)
-        if model is None:
-            errs.add("model", f"unknown model {model_slug!r}")
-    workload = _workload(
+    head = parse_head(
         errs,
-        doc.get("workload"),
-        traces or {},
-        Path(trace_dir) if trace_dir is not None else None,
-        trace_loader,
+        doc,
+        catalog,
+        _TOP_KEYS,
+        traces=traces,
+        trace_dir=trace_dir,
+        trace_loader=trace_loader,
     )
     systems: list[SystemSpec | None] = []
     raw_systems = read_list(errs, "systems", doc.get("systems"), minimum=1, maximum=MAX_SYSTEMS)
@@ -516,6 +550,7 @@ def parse_scenario(
     slo = _slo(errs, doc.get("slo"))
     if errs:
         raise ScenarioValidationError(errs.by_path)
+    name, model, workload = head.name, head.model, head.workload
     assert name is not None and model is not None and workload is not None and slo is not None
     return ScenarioSpec(
         name=name,
@@ -535,16 +570,15 @@ def parse_workload(
 ) -> WorkloadSpec:
     """Validate a scenario's ``workload`` object alone (errors keyed ``workload.…``)."""
     errs = Errors()
-    spec = _workload(
-        errs, doc, traces or {}, Path(trace_dir) if trace_dir is not None else None, trace_loader
-    )
+    spec = _workload(errs, doc, traces, trace_dir, trace_loader)
     if errs or spec is None:
         raise ScenarioValidationError(errs.by_path or {"workload": ["is invalid"]})
     return spec
 
 
 def trace_names(doc: Any) -> set[str]:
-    """Trace names a scenario document refers to (so a caller loads just those); never raises."""
+    """Trace names a scenario or plan document refers to (so a caller loads just those);
+    never raises."""
     return workload_trace_names(doc.get("workload") if isinstance(doc, Mapping) else None)
 
 
@@ -635,6 +669,8 @@ __all__ = [
     "MAX_TOKENS",
     "MAX_TRACE_ROWS",
     "ROOT",
+    "DocumentHead",
+    "parse_head",
     "parse_scenario",
     "parse_workload",
     "scenario_to_document",

@@ -43,7 +43,7 @@ from typing import Any
 from simulations.core.catalog import Catalog
 from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
 from simulations.core.policies import get_policy
-from simulations.core.scenario import TraceLoader, _workload
+from simulations.core.scenario import TraceLoader, parse_head, trace_names
 from simulations.core.spec import (
     DeviceKind,
     DeviceSpec,
@@ -54,7 +54,6 @@ from simulations.core.spec import (
     WorkloadSpec,
 )
 from simulations.core.validation import (
-    ROOT,
     Errors,
     key_path,
     read_int,
@@ -557,27 +556,16 @@ def parse_plan(
     with every problem found, keyed by JSON path.
     """
     errs = Errors()
-    if not isinstance(doc, Mapping):
-        errs.add(ROOT, f"must be a JSON object, got {type_name(doc)}")
-        raise ScenarioValidationError(errs.by_path)
-    reject_unknown_keys(errs, "", doc, _TOP_KEYS)
-    name = read_str(errs, "name", doc.get("name"))
-    description = read_str(
-        errs, "description", doc.get("description"), required=False, max_len=2000
-    )
-    model: ModelSpec | None = None
-    model_slug = read_str(errs, "model", doc.get("model"))
-    if model_slug is not None:
-        model = catalog.models.get(model_slug)
-        if model is None:
-            errs.add("model", f"unknown model {model_slug!r}")
-    workload = _workload(
+    head = parse_head(
         errs,
-        doc.get("workload"),
-        traces or {},
-        Path(trace_dir) if trace_dir is not None else None,
-        trace_loader,
+        doc,
+        catalog,
+        _TOP_KEYS,
+        traces=traces,
+        trace_dir=trace_dir,
+        trace_loader=trace_loader,
     )
+    name, model, workload = head.name, head.model, head.workload
     if workload is not None and workload.requests > MAX_PLAN_REQUESTS:
         errs.add(
             "workload.requests",
@@ -617,15 +605,8 @@ def parse_plan(
         policies=tuple(policies),
         constraints=constraints,
         search=search,
-        description=description or "",
+        description=head.description or "",
     )
-
-
-def trace_names(doc: Any) -> set[str]:
-    """Trace names a plan document refers to (so a caller loads just those); never raises."""
-    from simulations.core.scenario import workload_trace_names
-
-    return workload_trace_names(doc.get("workload") if isinstance(doc, Mapping) else None)
 
 
 __all__ = [
