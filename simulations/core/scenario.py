@@ -197,24 +197,24 @@ def _resolve_trace(
     traces: Mapping[str, TraceData],
     trace_dir: Path | None,
     loader: TraceLoader | None,
-) -> tuple[TraceData | None, str | None]:
-    """The one trace a workload refers to, and the path of its first mention."""
+) -> TraceData | None:
+    """The one trace a workload refers to (``None`` when it refers to none or it is invalid)."""
     named = [(p, n) for p, n in trace_refs if n]
     if not trace_refs:
-        return None, None
+        return None
     if not named:
         for path, _ in trace_refs:
             errs.add(
                 key_path(path, "trace") if not path.endswith(".trace") else path,
                 "name the trace (here or in workload.arrival.trace)",
             )
-        return None, None
+        return None
     first_path, name = named[0]
     for path, other in named[1:]:
         if other != name:
             errs.add(path, f"a workload uses one trace; {first_path} names {name!r}")
     if name in traces:
-        return _named(traces[name], name), first_path
+        return _named(traces[name], name)
     if trace_dir is not None:
         candidate = Path(name)
         if not candidate.is_absolute():
@@ -225,12 +225,12 @@ def _resolve_trace(
 
                 loader = load_azure_trace
             try:
-                return _named(loader(candidate), name), first_path
+                return _named(loader(candidate), name)
             except SpecError as exc:
                 errs.add(first_path, f"{exc.field}: {exc.message}")
-                return None, first_path
+                return None
     errs.add(first_path, f"unknown trace {name!r}")
-    return None, first_path
+    return None
 
 
 def _workload(
@@ -256,7 +256,7 @@ def _workload(
     out = _length_dist(errs, "workload.output_tokens", obj.get("output_tokens"), refs)
     arrival = _arrival(errs, "workload.arrival", obj.get("arrival"), refs)
     seed = read_int(errs, "workload.seed", obj.get("seed", 0), minimum=0, maximum=MAX_SEED)
-    trace, _ = _resolve_trace(
+    trace = _resolve_trace(
         errs, refs, traces or {}, Path(trace_dir) if trace_dir is not None else None, loader
     )
     if trace is not None:
