@@ -5,6 +5,7 @@ from django.urls import path
 from frontend.views import (
     catalog,
     dashboard,
+    plans,
     runs,
     scenarios,
     sweeps,
@@ -56,6 +57,12 @@ urlpatterns = [
     path("sweeps/<int:pk>/", sweeps.sweep_detail, name="sweep_detail"),
     path("sweeps/<int:pk>/status.json", sweeps.sweep_status, name="sweep_status"),
     path("sweeps/<int:pk>/cancel/", sweeps.sweep_cancel, name="sweep_cancel"),
+    # capacity plans
+    path("plans/", plans.plan_list, name="plan_list"),
+    path("plans/<int:pk>/", plans.plan_detail, name="plan_detail"),
+    path("plans/<int:pk>/status.json", plans.plan_status, name="plan_status"),
+    path("plans/<int:pk>/cancel/", plans.plan_cancel, name="plan_cancel"),
+    path("plans/<int:pk>/scenario/", plans.plan_scenario, name="plan_scenario"),
     # validation and tokens
     path("validation/", validation.validation_page, name="validation"),
     path(

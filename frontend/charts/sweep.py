@@ -30,9 +30,12 @@ def pareto_front(points: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
     return front
 
 
-def pareto_figure(points: Sequence[Mapping[str, Any]], title: str) -> go.Figure:
+def pareto_figure(
+    points: Sequence[Mapping[str, Any]], title: str, *, front_of_slo_meeting: bool = False
+) -> go.Figure:
     """Capex ($) against throughput (tok/s) of every point ``{label, capex_usd,
-    throughput_tok_s, slo_met}``, SLO-meeting ones highlighted, the front drawn as a line."""
+    throughput_tok_s, slo_met}``, SLO-meeting ones highlighted, the front drawn as a line
+    (over the SLO-meeting points only with ``front_of_slo_meeting``, as a plan's is)."""
     fig = new_figure(title, height=460)
     groups = (
         ("meets the SLO", True, "#009E73", "circle"),
@@ -70,7 +73,9 @@ def pareto_figure(points: Sequence[Mapping[str, Any]], title: str) -> go.Figure:
                 hoverinfo="text",
             )
         )
-    front = pareto_front(points)
+    front = pareto_front(
+        [p for p in points if p.get("slo_met") is True] if front_of_slo_meeting else points
+    )
     if front:
         fig.add_trace(
             go.Scatter(

@@ -1,0 +1,65 @@
+"""Capacity plan pages: submit a plan document, errors by JSON path with nothing stored, and
+a finished plan's recommendation and Pareto front."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from simulations.choices import RunStatus
+from simulations.plans.models import Plan
+from tests.core.planner.helpers import small_doc
+
+from .test_run_pages import figures
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_plan_document_is_stored_and_queued(alice_client: Any, seeded: Any) -> None:
+    response = alice_client.post("/plans/", {"document": json.dumps(small_doc())})
+    assert response.status_code == 302
+    plan = Plan.objects.get()
+    assert response["Location"] == f"/plans/{plan.pk}/"
+    html = alice_client.get(response["Location"]).content.decode()
+    assert 'id="run-progress"' in html and "Queued" in html
+
+
+def test_a_bad_plan_names_the_path_and_stores_nothing(alice_client: Any, seeded: Any) -> None:
+    doc = small_doc()
+    doc["space"]["devices"][0]["device"] = "no-such-gpu"
+    response = alice_client.post("/plans/", {"document": json.dumps(doc)})
+    assert response.status_code == 400
+    assert "space.devices[0].device" in response.content.decode()
+    assert not Plan.objects.exists()
+    response = alice_client.post("/plans/", {"document": "{not json"})
+    assert response.status_code == 400 and "not valid JSON" in response.content.decode()
+
+
+def test_a_finished_plan_shows_its_recommendation_and_pareto_front(
+    alice_client: Any, user: Any, seeded: Any, other_user: Any, client: Any
+) -> None:
+    from simulations.core.catalog import builtin_catalog
+    from simulations.core.planner import parse_plan, plan_search
+    from simulations.plans import services
+
+    result = plan_search(parse_plan(small_doc(), builtin_catalog()))
+    plan = services.plan_create(spec=small_doc(), owner=user)
+    Plan.objects.filter(pk=plan.pk).update(
+        status=RunStatus.SUCCEEDED, result=result, progress=100, finished_at=timezone.now()
+    )
+    html = alice_client.get(f"/plans/{plan.pk}/").content.decode()
+    assert result["recommendation"]["description"] in html
+    pareto = figures(html)["pareto"]["data"]
+    plotted = sum(len(t["x"]) for t in pareto if t["name"] != "Pareto front")
+    assert plotted == len(result["evaluated"])
+    met = next(t for t in pareto if t["name"] == "meets the SLO")
+    assert len(met["x"]) == sum(1 for e in result["evaluated"] if e["feasible"])
+    front = next(t for t in pareto if t["name"] == "Pareto front")
+    assert front["x"] == [p["capex_usd"] for p in result["pareto"]["capex_vs_throughput"]]
+    response = alice_client.post(f"/plans/{plan.pk}/scenario/")
+    assert response.status_code == 302 and "/scenarios/" in response["Location"]
+    client.force_login(other_user)
+    assert client.get(f"/plans/{plan.pk}/").status_code == 404
