@@ -1,10 +1,12 @@
-"""Helpers shared by the calibration scripts: the GLITCHES workload, rounding, tables."""
+"""Helpers shared by the calibration scripts: the GLITCHES workload, rounding, applying
+fitted values, the command line with ``--check``, tables."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -44,14 +46,15 @@ def decode_average(dm: DeviceModel, model: ModelSpec) -> tuple[float, float, flo
     return s / n, j / n, f / n, b / n
 
 
-def with_values(
-    base: RuntimeProfile, fields: Mapping[str, float], params: Mapping[str, float]
+def with_fitted(
+    base: RuntimeProfile, values: Mapping[str, float], field_keys: Collection[str]
 ) -> RuntimeProfile:
-    """``base`` with some fields and ``params`` entries replaced."""
-    merged = dict(base.params)
-    merged.update(params)
-    kwargs: dict[str, Any] = dict(fields)
-    return replace(base, **kwargs, params=merged)
+    """``base`` with fitted ``values`` applied: those named in ``field_keys`` replace the
+    profile's fields, the others are set in its ``params``."""
+    params = dict(base.params)
+    params.update({k: v for k, v in values.items() if k not in field_keys})
+    fields: dict[str, Any] = {k: v for k, v in values.items() if k in field_keys}
+    return replace(base, **fields, params=params)
 
 
 def catalog_runtime_record(filename: str, slug: str) -> dict[str, Any]:
@@ -82,6 +85,37 @@ def compare_with_catalog(
         if stored is None or not math.isclose(float(stored), value, rel_tol=rel_tol, abs_tol=1e-12):
             bad.append(f"{key}: fitted {value!r}, catalog {stored!r}")
     return bad
+
+
+def calibration_main(
+    argv: Sequence[str] | None,
+    *,
+    doc: str,
+    slug: str,
+    filename: str,
+    values: Callable[[], dict[str, float]],
+    report: Callable[[dict[str, float]], None] | None = None,
+    verb: str = "fitted",
+) -> int:
+    """The command line of a calibration script: compute ``values()``, print them and
+    ``report`` them (residuals); with ``--check`` compare them with the record ``slug`` of
+    ``data/runtimes/<filename>`` and return 1 on a mismatch."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help=f"compare with data/runtimes/{filename}")
+    args = ap.parse_args(argv)
+    vals = values()
+    print(f"{verb} values of {slug} (data/runtimes/{filename}):")
+    for k, v in vals.items():
+        print(f"  {k} = {v!r}")
+    if report is not None:
+        report(vals)
+    if args.check:
+        bad = compare_with_catalog(vals, filename, slug)
+        if bad:
+            print("\ncatalog differs:\n  " + "\n  ".join(bad))
+            return 1
+        print("\ncatalog matches")
+    return 0
 
 
 def table(rows: Iterable[Sequence[Any]], header: Sequence[str]) -> str:

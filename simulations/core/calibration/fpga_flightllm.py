@@ -28,11 +28,8 @@ Run ``python -m simulations.core.calibration.fpga_flightllm`` (``--check`` compa
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
 
 from scipy.optimize import least_squares
 
@@ -41,7 +38,15 @@ from simulations.core.devices.fpga import FpgaModel
 from simulations.core.reproduce.targets import target
 from simulations.core.spec import DeviceKind, RuntimeProfile
 
-from .common import PROMPT_TOKENS, compare_with_catalog, decode_average, llama2_7b, round_sig, table
+from .common import (
+    PROMPT_TOKENS,
+    calibration_main,
+    decode_average,
+    llama2_7b,
+    round_sig,
+    table,
+    with_fitted,
+)
 
 SLUG = "flightllm-w4a8"
 FILENAME = "fpga.json"
@@ -75,11 +80,7 @@ def structure() -> RuntimeProfile:
 
 def profile(values: dict[str, float]) -> RuntimeProfile:
     """The structure with fitted ``values`` applied."""
-    base = structure()
-    params = dict(base.params)
-    params.update({k: v for k, v in values.items() if k not in FIELD_KEYS})
-    fields: dict[str, Any] = {k: v for k, v in values.items() if k in FIELD_KEYS}
-    return replace(base, **fields, params=params)
+    return with_fitted(structure(), values, FIELD_KEYS)
 
 
 def predict(rt: RuntimeProfile) -> dict[str, float]:
@@ -144,15 +145,7 @@ def fit() -> RuntimeProfile:
     return profile(fitted_values())
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the fitted values and residuals; ``--check`` compares with the catalog."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="compare with data/runtimes/fpga.json")
-    args = ap.parse_args(argv)
-    values = fitted_values()
-    print(f"fitted values of {SLUG} (data/runtimes/{FILENAME}):")
-    for k, v in values.items():
-        print(f"  {k} = {v!r}")
+def _report(values: dict[str, float]) -> None:
     sim, meas = predict(profile(values)), measured()
     print("\nresiduals (U280):")
     print(
@@ -177,13 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     print(table(rows, ("seq", "M=1", "M=2", "M=4", "M=8", "M=16")))
-    if args.check:
-        bad = compare_with_catalog(values, FILENAME, SLUG)
-        if bad:
-            print("\ncatalog differs:\n  " + "\n  ".join(bad))
-            return 1
-        print("\ncatalog matches")
-    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the fitted values and residuals; ``--check`` compares with the catalog."""
+    return calibration_main(
+        argv, doc=__doc__, slug=SLUG, filename=FILENAME, values=fitted_values, report=_report
+    )
 
 
 if __name__ == "__main__":

@@ -30,11 +30,9 @@ Run ``python -m simulations.core.calibration.gpu_fp16`` to print the fitted valu
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -48,11 +46,12 @@ from simulations.core.spec import DeviceKind, DeviceSpec, RuntimeProfile
 from .common import (
     DECODE_STEPS,
     PROMPT_TOKENS,
-    compare_with_catalog,
+    calibration_main,
     decode_average,
     llama2_7b,
     round_sig,
     table,
+    with_fitted,
 )
 
 SLUG = "hf-eager-fp16"
@@ -109,11 +108,7 @@ def device(slug: str) -> DeviceSpec:
 
 def profile(values: dict[str, float]) -> RuntimeProfile:
     """The structure with fitted ``values`` (fields and params) applied."""
-    base = structure()
-    fields: dict[str, Any] = {k: v for k, v in values.items() if k in LATENCY_KEYS}
-    params = dict(base.params)
-    params.update({k: v for k, v in values.items() if k not in LATENCY_KEYS})
-    return replace(base, **fields, params=params)
+    return with_fitted(structure(), values, LATENCY_KEYS)
 
 
 def predict(rt: RuntimeProfile, slug: str) -> Measured:
@@ -240,15 +235,7 @@ def leave_one_out() -> list[dict[str, float | str]]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the fitted values and residuals; ``--check`` compares with the catalog."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="compare with data/runtimes/gpu.json")
-    args = ap.parse_args(argv)
-    values = fitted_values()
-    print(f"fitted values of {SLUG} (data/runtimes/{FILENAME}):")
-    for k, v in values.items():
-        print(f"  {k} = {v!r}")
+def _report(values: dict[str, float]) -> None:
     rt = profile(values)
     print("\nresiduals (both GPUs, one profile):")
     print(
@@ -277,13 +264,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("fit on", "predict", "quantity", "simulated", "measured", "rel_err"),
         )
     )
-    if args.check:
-        bad = compare_with_catalog(values, FILENAME, SLUG)
-        if bad:
-            print("\ncatalog differs:\n  " + "\n  ".join(bad))
-            return 1
-        print("\ncatalog matches")
-    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the fitted values and residuals; ``--check`` compares with the catalog."""
+    return calibration_main(
+        argv, doc=__doc__, slug=SLUG, filename=FILENAME, values=fitted_values, report=_report
+    )
 
 
 if __name__ == "__main__":

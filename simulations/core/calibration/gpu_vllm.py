@@ -18,12 +18,11 @@ Run ``python -m simulations.core.calibration.gpu_vllm`` (``--check`` compares wi
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
 from . import gpu_fp16
-from .common import compare_with_catalog
+from .common import calibration_main
 
 SLUG = "vllm-fp16"
 FILENAME = "gpu.json"
@@ -40,20 +39,9 @@ def derived_values() -> dict[str, float]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the derived values; ``--check`` compares with the catalog."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="compare with data/runtimes/gpu.json")
-    args = ap.parse_args(argv)
-    values = derived_values()
-    print(f"derived values of {SLUG} (data/runtimes/{FILENAME}):")
-    for k, v in values.items():
-        print(f"  {k} = {v!r}")
-    if args.check:
-        bad = compare_with_catalog(values, FILENAME, SLUG)
-        if bad:
-            print("\ncatalog differs:\n  " + "\n  ".join(bad))
-            return 1
-        print("\ncatalog matches")
-    return 0
+    return calibration_main(
+        argv, doc=__doc__, slug=SLUG, filename=FILENAME, values=derived_values, verb="derived"
+    )
 
 
 if __name__ == "__main__":
