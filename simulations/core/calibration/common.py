@@ -8,10 +8,9 @@ import json
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from simulations.core.catalog import DATA_DIR, builtin_catalog, runtime_from_dict
+from simulations.core.catalog import DATA_DIR, builtin_catalog
 from simulations.core.devices.base import DeviceModel
 from simulations.core.spec import ModelSpec, RuntimeProfile
 
@@ -64,13 +63,6 @@ def catalog_runtime_record(filename: str, slug: str) -> dict[str, Any]:
         if r["slug"] == slug:
             return dict(r)
     raise KeyError(f"{slug} not in {filename}")
-
-
-def catalog_runtime(filename: str, slug: str) -> RuntimeProfile:
-    """The runtime profile ``slug`` as stored in ``data/runtimes/<filename>``."""
-    rec = catalog_runtime_record(filename, slug)
-    rec.pop("default_for_kind", None)
-    return runtime_from_dict(rec)
 
 
 def compare_with_catalog(
@@ -133,8 +125,3 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
-
-
-def data_path(*parts: str) -> Path:
-    """A path under ``simulations/core/data``."""
-    return DATA_DIR.joinpath(*parts)
