@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from simulations.core.errors import CapacityError
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile
 
 
@@ -65,6 +66,17 @@ class DeviceModel(ABC):
     def memory_capacity_bytes(self) -> float:
         """Usable device memory in bytes."""
         return self.device.memory_capacity_bytes
+
+    def check_fits(self, model: ModelSpec, kv_tokens: int = 0) -> None:
+        """Raise CapacityError when weights plus ``kv_tokens`` of KV cache exceed memory."""
+        need = self.weights_bytes(model) + kv_tokens * self.kv_bytes_per_token(model)
+        cap = self.memory_capacity_bytes
+        if need > cap:
+            raise CapacityError(
+                f"{self.device.slug}.memory[0].capacity_gb",
+                f"{model.slug} needs {need / 1e9:.2f} GB (weights + KV cache) but the "
+                f"memory holds {cap / 1e9:.2f} GB",
+            )
 
     @property
     def idle_power_w(self) -> float:

@@ -31,7 +31,7 @@ import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from simulations.core.errors import CapacityError, SpecError
+from simulations.core.errors import SpecError
 from simulations.core.graph import (
     OpKind,
     PhaseGraph,
@@ -155,17 +155,6 @@ class CpuModel(DeviceModel):
     def weights_bytes(self, model: ModelSpec) -> float:
         """Weights at the stack's precision (norms FP16)."""
         return graph_weight_bytes(model, self.precision)
-
-    def check_fits(self, model: ModelSpec, kv_tokens: int = 0) -> None:
-        """Raise CapacityError when weights plus ``kv_tokens`` of KV cache exceed memory."""
-        need = self.weights_bytes(model) + kv_tokens * self.kv_bytes_per_token(model)
-        cap = self.memory_capacity_bytes
-        if need > cap:
-            raise CapacityError(
-                f"{self.device.slug}.memory[0].capacity_gb",
-                f"{model.slug} needs {need / 1e9:.2f} GB (weights + KV cache) but the "
-                f"memory holds {cap / 1e9:.2f} GB",
-            )
 
     def _pass_s(self, g: PhaseGraph) -> float:
         per_op = sum(
