@@ -9,6 +9,7 @@ that calls :func:`compute`, unless a computation is already under way.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from datetime import timedelta
 from typing import Any
@@ -32,6 +33,18 @@ PAPER_TITLES = {
 STALE_AFTER = timedelta(minutes=30)
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with NaN/±Infinity as ``None`` (PostgreSQL's JSON refuses them) and tuples
+    as lists."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def compute(paper: str) -> ValidationReport:
     """Reproduce ``paper`` now and store the report (status ``failed`` with the message if
     the reproduction raises)."""
@@ -41,7 +54,7 @@ def compute(paper: str) -> ValidationReport:
         raise ValueError(f"unknown paper {paper!r}")
     started = time.perf_counter()
     try:
-        document: dict[str, Any] | None = reproduce(paper)
+        document: dict[str, Any] | None = json_safe(reproduce(paper))
         error = ""
     except Exception as exc:  # a broken runner must not take the page down
         logger.exception("reproducing %s failed", paper)

@@ -180,7 +180,7 @@ def latency_percentile_figure(systems: Sequence[System]) -> go.Figure:
                 row=1,
                 col=col,
             )
-    fig.update_yaxes(title_text="ms", type="log")
+    fig.update_yaxes(title_text="ms", type="log", dtick=1)
     fig.update_xaxes(tickangle=-30)
     fig.update_layout(
         template=TEMPLATE, title={"text": "Latency percentiles"}, barmode="group", height=420

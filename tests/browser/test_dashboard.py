@@ -161,3 +161,10 @@ def test_another_user_cannot_open_the_first_users_run(
     screenshot(page, "06-model-llama2-7b")
     page.goto(f"{base}/workloads/new/")
     screenshot(page, "07-workload-editor")
+    from frontend.validation import compute
+
+    compute("heterollm")
+    page.goto(f"{base}/validation/")
+    page.wait_for_selector("#validation-heterollm.js-plotly-plot")
+    assert page.locator("#paper-heterollm tr.check").count() > 0
+    screenshot(page, "08-validation")

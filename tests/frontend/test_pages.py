@@ -219,3 +219,18 @@ def test_pages_reference_no_cdn(alice_client: Any, glitches_run: Any) -> None:
         for src in re.findall(r'<script[^>]+src="([^"]+)"', html):
             assert src.startswith("/static/"), (url, src)
         assert "cdn" not in html.lower()
+
+
+def test_a_report_with_an_infinite_error_is_stored_as_null(monkeypatch: Any, seeded: Any) -> None:
+    import simulations.core.reproduce as reproduce_module
+
+    def fake(paper: str) -> dict[str, Any]:
+        return {
+            "paper": paper,
+            "checks": [{"id": "x", "paper_value": 0.0, "rel_err": float("inf")}],
+        }
+
+    monkeypatch.setattr(reproduce_module, "reproduce", fake)
+    row = validation.compute("h2m2")
+    row.refresh_from_db()
+    assert row.document["checks"][0]["rel_err"] is None
