@@ -418,31 +418,37 @@ class NeoSim(Simulator):
                     self.cpu_blocks -= b
                 where[r] = WAITING
                 done = True
-        for r in sch.prefill_gpu:
-            ctx[r] = self.plen[r]
-            gen[r] += 1
-            self.first_token(r, now)
-            if gen[r] == out[r]:
-                self.complete(r, now, unit)
-            else:
-                self.gpu_q.append(r)
-                where[r] = ON_GPU
-                self.gpu_blocks += (ctx[r] + bs) // bs
-        for r in sch.prefill_cpu:
-            ctx[r] = self.plen[r]
-            gen[r] += 1
-            self.first_token(r, now)
-            if gen[r] == out[r]:
-                self.complete(r, now, unit)
-            else:
-                self.cpu_q.append(r)
-                where[r] = ON_CPU
-                self.cpu_blocks += (ctx[r] + bs) // bs
+        self.gpu_blocks += self._start_decoding(sch.prefill_gpu, self.gpu_q, ON_GPU, unit)
+        self.cpu_blocks += self._start_decoding(sch.prefill_cpu, self.cpu_q, ON_CPU, unit)
         if done:
             fin = self.finish
             self.gpu_q = [r for r in self.gpu_q if math.isnan(fin[r])]
             self.cpu_q = [r for r in self.cpu_q if math.isnan(fin[r])]
         self._iterate()
+
+    def _start_decoding(self, prefilled: list[int], queue: list[int], place: int, unit: int) -> int:
+        """Requests ``prefilled`` this iteration get their first token; those with more to
+        generate join ``queue`` with their KV cache at ``place``. Returns the blocks they
+        take there (after one more token each)."""
+        now = self.now
+        ctx = self.ctx
+        gen = self.generated
+        out = self.output
+        plen = self.plen
+        where = self.where
+        bs = self.block_size
+        blocks = 0
+        for r in prefilled:
+            ctx[r] = plen[r]
+            gen[r] += 1
+            self.first_token(r, now)
+            if gen[r] == out[r]:
+                self.complete(r, now, unit)
+            else:
+                queue.append(r)
+                where[r] = place
+                blocks += (ctx[r] + bs) // bs
+        return blocks
 
     def run(self) -> SimOutput:
         """Run, then report the caches and the scheduler's counters with the outcome."""
