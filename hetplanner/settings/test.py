@@ -67,9 +67,7 @@ if REDIS_URL:
     # A worker killed outright leaves its message unacknowledged in Redis: restore it soon
     # after the visibility timeout (2 × the hard limit; workers started by the reliability
     # tests lower the limits through HETPLANNER_TASK_*_TIME_LIMIT_S) instead of 100 s later.
-    CELERY_BROKER_TRANSPORT_OPTIONS.update(
-        unacked_restore_interval=1, unacked_restore_throttle=1
-    )
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(unacked_restore_interval=1, unacked_restore_throttle=1)
 # Test doubles (a policy that kills its worker process, one that spins until the soft time
 # limit) registered in every test worker; their names start with "test-double-".
 CELERY_IMPORTS = [*CELERY_IMPORTS, "tests.integration.worker_doubles"]

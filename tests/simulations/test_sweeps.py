@@ -131,3 +131,19 @@ def test_the_reconciler_requeues_stale_chunks_and_resends_lost_messages(
     # The re-queued chunk is claimed again as attempt 2.
     again = services.chunk_claim(a.pk, worker="alive:2")
     assert again is not None and again.attempt == 2
+
+
+def test_sweep_tasks_are_configured_for_at_least_once_delivery(settings: Any) -> None:
+    from simulations.sweeps.tasks import finalise_sweep, run_sweep_chunk
+
+    for task in (run_sweep_chunk, finalise_sweep):
+        assert task.acks_late and task.reject_on_worker_lost
+    assert run_sweep_chunk.soft_time_limit < run_sweep_chunk.time_limit
+    assert settings.CELERY_WORKER_PREFETCH_MULTIPLIER == 1
+    visibility = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get(
+        "visibility_timeout", 2 * settings.CELERY_TASK_TIME_LIMIT
+    )
+    assert visibility >= 2 * run_sweep_chunk.time_limit
+    assert (
+        settings.CELERY_BEAT_SCHEDULE["reconcile-sweeps"]["task"] == "simulations.reconcile_sweeps"
+    )
