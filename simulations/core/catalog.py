@@ -11,11 +11,11 @@ holds a JSON list of records whose keys are the spec dataclass's field names.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import SpecError
 from .spec import DeviceKind, DeviceSpec, LinkSpec, MemoryTier, ModelSpec, RuntimeProfile
@@ -23,39 +23,38 @@ from .spec import DeviceKind, DeviceSpec, LinkSpec, MemoryTier, ModelSpec, Runti
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
+_Spec = TypeVar("_Spec")
+
+
+def _from_record(cls: Callable[..., _Spec], rec: dict[str, Any], what: str) -> _Spec:
+    """``cls(**rec)`` without the record's free-text ``notes``; a field the spec does not
+    have (or one it misses) is a SpecError named by the record's slug."""
+    rec.pop("notes", None)
+    try:
+        return cls(**rec)
+    except TypeError as exc:
+        raise SpecError(str(rec.get("slug", what)), str(exc)) from exc
+
+
 def device_from_dict(d: Mapping[str, Any]) -> DeviceSpec:
     """Build a DeviceSpec from a catalog record (nested memory tiers and links)."""
     rec = dict(d)
-    rec.pop("notes", None)
     rec["memory"] = tuple(MemoryTier(**m) for m in rec.get("memory", ()))
     for key in ("host_link", "peer_link"):
         if rec.get(key) is not None:
             rec[key] = LinkSpec(**rec[key])
     rec["npu_static_shapes"] = tuple(rec.get("npu_static_shapes", ()))
-    try:
-        return DeviceSpec(**rec)
-    except TypeError as exc:
-        raise SpecError(str(rec.get("slug", "device")), str(exc)) from exc
+    return _from_record(DeviceSpec, rec, "device")
 
 
 def runtime_from_dict(d: Mapping[str, Any]) -> RuntimeProfile:
     """Build a RuntimeProfile from a catalog record."""
-    rec = dict(d)
-    rec.pop("notes", None)
-    try:
-        return RuntimeProfile(**rec)
-    except TypeError as exc:
-        raise SpecError(str(rec.get("slug", "runtime")), str(exc)) from exc
+    return _from_record(RuntimeProfile, dict(d), "runtime")
 
 
 def model_from_dict(d: Mapping[str, Any]) -> ModelSpec:
     """Build a ModelSpec from a catalog record."""
-    rec = dict(d)
-    rec.pop("notes", None)
-    try:
-        return ModelSpec(**rec)
-    except TypeError as exc:
-        raise SpecError(str(rec.get("slug", "model")), str(exc)) from exc
+    return _from_record(ModelSpec, dict(d), "model")
 
 
 def iter_records(kind: str) -> Iterator[dict[str, Any]]:
@@ -78,24 +77,15 @@ class Catalog:
 
     def device(self, slug: str) -> DeviceSpec:
         """The device ``slug``; SpecError naming it when unknown."""
-        try:
-            return self.devices[slug]
-        except KeyError:
-            raise SpecError("device", f"unknown device {slug!r}") from None
+        return _lookup(self.devices, slug, "device", "device")
 
     def runtime(self, slug: str) -> RuntimeProfile:
         """The runtime profile ``slug``; SpecError naming it when unknown."""
-        try:
-            return self.runtimes[slug]
-        except KeyError:
-            raise SpecError("runtime", f"unknown runtime profile {slug!r}") from None
+        return _lookup(self.runtimes, slug, "runtime", "runtime profile")
 
     def model(self, slug: str) -> ModelSpec:
         """The model ``slug``; SpecError naming it when unknown."""
-        try:
-            return self.models[slug]
-        except KeyError:
-            raise SpecError("model", f"unknown model {slug!r}") from None
+        return _lookup(self.models, slug, "model", "model")
 
     def default_runtime(self, device: DeviceSpec) -> RuntimeProfile:
         """The runtime a device uses when a scenario names none (DESIGN.md §5)."""
@@ -103,6 +93,13 @@ class Catalog:
         if slug is None:
             raise SpecError("runtime", f"no default runtime for {device.kind.value} devices")
         return self.runtime(slug)
+
+
+def _lookup(specs: Mapping[str, _Spec], slug: str, field: str, what: str) -> _Spec:
+    try:
+        return specs[slug]
+    except KeyError:
+        raise SpecError(field, f"unknown {what} {slug!r}") from None
 
 
 @cache
