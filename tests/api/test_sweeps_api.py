@@ -211,3 +211,34 @@ def test_the_quota_of_active_sweeps_per_user(
     over = alice.post("/api/sweeps/", body(document, COUNT), format="json")
     assert over.status_code == 429 and "active sweeps per user" in over.json()["detail"]
     assert Sweep.objects.count() == 1
+
+
+@executes_chunks[0]
+@executes_chunks[1]
+def test_a_chunk_past_its_soft_time_limit_records_its_rest_as_failed(
+    user: Any, catalog: Any, document: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    import simulations.core.simulate as core_simulate
+
+    real = core_simulate.simulate
+    calls: list[int] = []
+
+    def slow_after_first(spec: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 1:
+            raise SoftTimeLimitExceeded()
+        return real(spec, **kwargs)
+
+    monkeypatch.setattr(core_simulate, "simulate", slow_after_first)
+    sweep = sweep_services.sweep_create(
+        owner=user, name="slow", template=document, axes=[COUNT], chunk_size=3
+    )
+    (chunk,) = SweepChunk.objects.filter(sweep=sweep)
+    assert run_sweep_chunk(chunk.pk) == "timed out"
+    rows = {r.index: r for r in SweepResult.objects.filter(sweep=sweep)}
+    assert rows[0].status == "succeeded"
+    assert [rows[i].status for i in (1, 2)] == ["failed", "failed"]
+    assert rows[1].error.startswith("the chunk exceeded the time limit of")
+    assert SweepChunk.objects.get(pk=chunk.pk).status == ChunkStatus.DONE
