@@ -10,6 +10,7 @@ functions give the column values for a spec, used by the services that write the
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import fields
 from typing import Any
 
 from simulations.core.catalog import Catalog
@@ -25,56 +26,22 @@ from simulations.core.spec import (
 from simulations.models import Device, LLMModel, Trace
 from simulations.models import RuntimeProfile as RuntimeProfileRow
 
+
+def _plain_fields(spec: type, structured: frozenset[str]) -> tuple[str, ...]:
+    """The fields of the ``spec`` dataclass other than ``structured`` (those have their own
+    columns or tables), in declaration order."""
+    return tuple(f.name for f in fields(spec) if f.name not in structured)
+
+
 #: DeviceSpec fields stored under the same name on the Device row.
-DEVICE_PLAIN_FIELDS = (
-    "slug",
-    "name",
-    "kind",
-    "vendor",
-    "tdp_w",
-    "idle_w",
-    "price_usd",
-    "fp16_tflops",
-    "bf16_tflops",
-    "int8_tops",
-    "int4_tops",
-    "fp32_tflops",
-    "typical_w",
-    "fpga_clock_mhz",
-    "fpga_hbm_channels",
-    "fpga_issue_cycles",
-    "npu_array_rows",
-    "npu_array_cols",
-    "cpu_cores",
-    "cpu_simd_width_bits",
-    "cpu_clock_ghz",
+DEVICE_PLAIN_FIELDS = _plain_fields(
+    DeviceSpec,
+    frozenset({"memory", "host_link", "peer_link", "parent", "npu_static_shapes", "sources"}),
 )
-RUNTIME_FIELDS = (
-    "slug",
-    "name",
-    "device_kind",
-    "weight_bits",
-    "act_bits",
-    "kv_bits",
-    "compute_eff",
-    "bw_eff",
-    "kernel_launch_us",
-    "kernels_per_layer",
-)
-MODEL_FIELDS = (
-    "slug",
-    "name",
-    "n_layers",
-    "hidden_size",
-    "n_heads",
-    "n_kv_heads",
-    "head_dim",
-    "ffn_size",
-    "ffn_kind",
-    "vocab_size",
-    "tied_embeddings",
-    "max_context",
-)
+#: RuntimeProfile fields stored under the same name on the RuntimeProfile row.
+RUNTIME_FIELDS = _plain_fields(RuntimeProfile, frozenset({"params", "sources"}))
+#: ModelSpec fields stored under the same name on the LLMModel row.
+MODEL_FIELDS = _plain_fields(ModelSpec, frozenset({"sources"}))
 _LINK_COLUMNS = ("bw_gbps", "latency_us", "pcie_gen", "lanes")
 
 
