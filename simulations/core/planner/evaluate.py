@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from simulations.core.errors import CapacityError, SpecError
+from simulations.core.jsonsafe import finite
 from simulations.core.policies import get_policy
 from simulations.core.spec import WorkloadSpec
 
@@ -125,18 +126,6 @@ class Evaluation:
         return f"{name} {m['value']:.4g} ms > {m['limit']:.4g} ms"
 
 
-def _finite(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {str(k): _finite(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_finite(x) for x in v]
-    if isinstance(v, np.generic):
-        return _finite(v.item())
-    return v
-
-
 def target_misses(targets: Targets, metrics: dict[str, Any]) -> list[dict[str, Any]]:
     """The targets ``metrics`` (a result-document entry) misses."""
     out = []
@@ -185,7 +174,7 @@ def evaluate_config(
             error=f"invalid: {exc.field}: {exc.message}",
             seconds=time.perf_counter() - t0,
         )
-    metrics = _finite({k: result[k] for k in KEPT_METRICS if k in result})
+    metrics = finite({k: result[k] for k in KEPT_METRICS if k in result})
     misses = target_misses(plan.targets, metrics)
     return Evaluation(
         config.key,

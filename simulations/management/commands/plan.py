@@ -26,9 +26,9 @@ from tqdm import tqdm
 
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.core.errors import ScenarioValidationError, SpecError
+from simulations.core.jsonsafe import finite
 from simulations.core.planner import Search, parse_plan, trace_names
 from simulations.core.planner.parallel import ProcessPoolEvaluator
-from simulations.management.commands.simulate import _finite
 
 WIDTH = 80
 
@@ -237,7 +237,7 @@ class Command(BaseCommand):
             raise CommandError(f"{exc.field}: {exc.message}") from None
         finally:
             progress.close()
-        result = _finite(result)
+        result = finite(result)
         if options["format"] == "json":
             self.stdout.write(json.dumps(result, indent=2, allow_nan=False))
         else:

@@ -18,20 +18,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from simulations.core.jsonsafe import finite
 from simulations.core.reproduce import PAPERS, reproduce
 
 WIDTH = 80
-
-
-def _finite(v: Any) -> Any:
-    """Replace non-finite floats (recursively) by None so the output is valid JSON."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {str(k): _finite(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_finite(x) for x in v]
-    return v
 
 
 def _num(v: float | None) -> str:
@@ -89,7 +79,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         papers = list(PAPERS) if options["paper"] == "all" else [options["paper"]]
-        docs = [_finite(reproduce(p)) for p in papers]
+        docs = [finite(reproduce(p)) for p in papers]
         if options["format"] == "json":
             out: Any = docs if options["paper"] == "all" else docs[0]
             self.stdout.write(json.dumps(out, indent=2, allow_nan=False))

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.core.errors import ScenarioValidationError, SpecError, UnknownPolicyError
+from simulations.core.jsonsafe import finite
 from simulations.core.scenario import parse_scenario, trace_names
 from simulations.core.simulate import simulate
 
@@ -35,17 +36,6 @@ WIDTH = 80
 LABEL = 24
 COLUMN = 18
 PER_BLOCK = (WIDTH - LABEL) // COLUMN  # systems side by side
-
-
-def _finite(v: Any) -> Any:
-    """Replace non-finite floats (recursively) by None so the output is valid JSON."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {str(k): _finite(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_finite(x) for x in v]
-    return v
 
 
 def _num(v: Any) -> str:
@@ -235,6 +225,6 @@ class Command(BaseCommand):
         finally:
             progress.close()
         if options["format"] == "json":
-            self.stdout.write(json.dumps(_finite(result), indent=2, allow_nan=False))
+            self.stdout.write(json.dumps(finite(result), indent=2, allow_nan=False))
         else:
-            self.stdout.write(render_table(_finite(result)))
+            self.stdout.write(render_table(finite(result)))
