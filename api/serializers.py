@@ -10,7 +10,6 @@ rejected input stores nothing.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -864,13 +863,6 @@ class ApiTokenCreatedSerializer(ApiTokenSerializer):
     class Meta(ApiTokenSerializer.Meta):
         fields = (*ApiTokenSerializer.Meta.fields, "key")
         read_only_fields = (*ApiTokenSerializer.Meta.read_only_fields, "key")
-
-
-def finite_or_none(value: Any) -> Any:
-    """``value`` if it is a finite number (else None) — for CSV cells."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 class PaginatedSweepResultList(serializers.Serializer):

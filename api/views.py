@@ -37,7 +37,6 @@ from rest_framework.views import APIView
 from api import serializers as s
 from api.filters import StrictFilterSet, StrictQueryMixin
 from api.models import ApiToken, hash_key, new_key
-from api.pagination import Pagination
 from api.parsers import BoundedJSONParser, BoundedMultiPartParser
 from api.permissions import IsOwnerOrReadOnly, IsStaffOrReadOnly
 from api.renderers import CSVRenderer, columns_for, system_row
@@ -46,7 +45,6 @@ from api.throttles import (
     SweepSubmitThrottle,
     TokenThrottle,
     UploadThrottle,
-    UserRateThrottle,
 )
 from simulations import selectors, services
 from simulations.choices import ACTIVE_STATUSES, RunStatus
@@ -717,13 +715,11 @@ __all__ = [
     "ApiTokenViewSet",
     "DeviceViewSet",
     "LLMModelViewSet",
-    "Pagination",
     "PolicyViewSet",
     "RunViewSet",
     "RuntimeProfileViewSet",
     "ScenarioViewSet",
     "SweepViewSet",
     "TraceViewSet",
-    "UserRateThrottle",
     "WorkloadViewSet",
 ]

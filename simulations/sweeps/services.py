@@ -25,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -40,6 +41,7 @@ from simulations.sweeps.expand import (
     check_count,
     check_template_paths,
     configuration_document,
+    configuration_parameters,
     parse_axes,
 )
 from simulations.sweeps.models import (
@@ -376,8 +378,6 @@ def chunk_done(claim: ChunkClaim) -> bool:
 
 def chunk_give_up(claim: ChunkClaim, error: str) -> int:
     """Record every unrecorded configuration of the chunk as failed with ``error``."""
-    from simulations.sweeps.expand import configuration_parameters
-
     sweep = Sweep.objects.filter(pk=claim.sweep_id).only("axes").first()
     if sweep is None:
         return 0
@@ -459,8 +459,6 @@ def sweep_cancel(*, sweep: Sweep, user: Any) -> bool:
     Chunks in flight stop at their next configuration; recorded results stay readable.
     """
     if sweep.owner_id != user.pk and not user.is_staff:
-        from django.core.exceptions import PermissionDenied
-
         raise PermissionDenied("not your sweep")
     return bool(
         Sweep.objects.filter(pk=sweep.pk, status__in=SWEEP_ACTIVE_STATUSES).update(
