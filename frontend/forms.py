@@ -77,28 +77,54 @@ class WorkloadForm(forms.Form):
     requests = forms.IntegerField(
         min_value=1, max_value=rules.MAX_REQUESTS, help_text="Requests to simulate."
     )
-    in_dist = forms.ChoiceField(choices=LENGTH_CHOICES, label="Prompt length")
-    in_value = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
-    in_low = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
-    in_high = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
-    in_median = forms.FloatField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
-    in_sigma = forms.FloatField(required=False, min_value=0.0001, max_value=rules.MAX_SIGMA)
-    out_dist = forms.ChoiceField(choices=LENGTH_CHOICES, label="Output length")
-    out_value = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
-    out_low = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
-    out_high = forms.IntegerField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
-    out_median = forms.FloatField(required=False, min_value=1, max_value=rules.MAX_TOKENS)
-    out_sigma = forms.FloatField(required=False, min_value=0.0001, max_value=rules.MAX_SIGMA)
-    arrival = forms.ChoiceField(choices=ARRIVAL_CHOICES)
+    in_dist = forms.ChoiceField(choices=LENGTH_CHOICES, label="Distribution")
+    in_value = forms.IntegerField(
+        label="value (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    in_low = forms.IntegerField(
+        label="low (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    in_high = forms.IntegerField(
+        label="high (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    in_median = forms.FloatField(
+        label="median (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    in_sigma = forms.FloatField(
+        label="σ of log-length", required=False, min_value=0.0001, max_value=rules.MAX_SIGMA
+    )
+    out_dist = forms.ChoiceField(choices=LENGTH_CHOICES, label="Distribution")
+    out_value = forms.IntegerField(
+        label="value (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    out_low = forms.IntegerField(
+        label="low (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    out_high = forms.IntegerField(
+        label="high (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    out_median = forms.FloatField(
+        label="median (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    out_sigma = forms.FloatField(
+        label="σ of log-length", required=False, min_value=0.0001, max_value=rules.MAX_SIGMA
+    )
+    arrival = forms.ChoiceField(choices=ARRIVAL_CHOICES, label="Process")
     rate_per_s = forms.FloatField(
         required=False,
         min_value=1e-9,
         max_value=rules.MAX_RATE_PER_S,
         label="Rate (requests/s)",
     )
-    trace = forms.ChoiceField(choices=[("", "—")], required=False)
+    trace = forms.ChoiceField(
+        choices=[("", "—")], required=False, help_text="For trace arrivals or trace lengths."
+    )
     time_scale = forms.FloatField(
-        required=False, min_value=1e-9, max_value=rules.MAX_TIME_SCALE, initial=1.0
+        required=False,
+        min_value=1e-9,
+        max_value=rules.MAX_TIME_SCALE,
+        initial=1.0,
+        label="Time scale (trace timestamps)",
     )
     seed = forms.IntegerField(min_value=0, max_value=rules.MAX_SEED, initial=0)
 

@@ -146,7 +146,7 @@ def latency_vs_load_figure(
                 col=col,
             )
     fig.update_xaxes(title_text="offered load (requests/s)")
-    fig.update_yaxes(title_text="TTFT (ms)", type="log", row=1, col=1)
-    fig.update_yaxes(title_text="TPOT (ms)", type="log", row=1, col=2)
+    fig.update_yaxes(title_text="TTFT (ms)", type="log", dtick=1, row=1, col=1)
+    fig.update_yaxes(title_text="TPOT (ms)", type="log", dtick=1, row=1, col=2)
     fig.update_layout(template=TEMPLATE, title={"text": title}, height=440)
     return fig

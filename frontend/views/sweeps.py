@@ -57,6 +57,7 @@ def sweep_points(
                 {
                     "index": index,
                     "parameters": parameters,
+                    "parameters_text": _label(parameters),
                     "system": s.get("name", ""),
                     "label": f"#{index} {_label(parameters)} · {s.get('name', '')}",
                     "capex_usd": finite(s.get("capex_usd")),
