@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
-from simulations.adapters import catalog_from_db, traces_from_db
-from simulations.core.errors import ScenarioValidationError, SpecError
+from simulations.core.errors import SpecError
 from simulations.core.jsonsafe import finite
-from simulations.core.planner import Search, parse_plan, trace_names
+from simulations.core.planner import Search, parse_plan
 from simulations.core.planner.parallel import ProcessPoolEvaluator
+from simulations.management.cli import Progress, add_progress_flags, read_document, spec_error
 
 WIDTH = 80
 
@@ -138,30 +136,6 @@ def render_table(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-class _Progress:
-    """tqdm bar on stderr fed by the planner's progress fractions."""
-
-    def __init__(self, enabled: bool | None) -> None:
-        self.bar = tqdm(
-            total=100,
-            file=sys.stderr,
-            disable=(not sys.stderr.isatty()) if enabled is None else not enabled,
-            unit="%",
-            desc="planning",
-            leave=False,
-        )
-        self.done = 0
-
-    def __call__(self, fraction: float) -> None:
-        pct = int(min(max(fraction, 0.0), 1.0) * 100)
-        if pct > self.done:
-            self.bar.update(pct - self.done)
-            self.done = pct
-
-    def close(self) -> None:
-        self.bar.close()
-
-
 class Command(BaseCommand):
     """Search a plan's space for the cheapest system that meets its targets."""
 
@@ -179,53 +153,14 @@ class Command(BaseCommand):
             default=1,
             help="confirm each round in this many processes (default 1)",
         )
-        group = parser.add_mutually_exclusive_group()
-        group.add_argument(
-            "--progress",
-            dest="progress",
-            action="store_true",
-            default=None,
-            help="always show the progress bar on stderr",
-        )
-        group.add_argument(
-            "--no-progress", dest="progress", action="store_false", help="never show it"
-        )
-
-    def _load(self, path: Path) -> Any:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CommandError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        except UnicodeDecodeError:
-            raise CommandError(f"{path}: not UTF-8 text") from None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CommandError(
-                f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            ) from None
+        add_progress_flags(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        path = Path(options["spec"])
         processes = options["processes"]
         if not 1 <= processes <= 64:
             raise CommandError("--processes: must be between 1 and 64")
-        doc = self._load(path)
-        catalog = catalog_from_db()
-        try:
-            plan = parse_plan(
-                doc,
-                catalog,
-                traces=traces_from_db(trace_names(doc)),
-                trace_dir=path.resolve().parent,
-            )
-        except ScenarioValidationError as exc:
-            lines = [f"  {p}: {'; '.join(msgs)}" for p, msgs in exc.errors.items()]
-            msg = "invalid plan:\n" + "\n".join(lines)
-            if not catalog.models:
-                msg += "\n(the catalog is empty: run `manage.py seed_catalog` or `make setup`)"
-            raise CommandError(msg) from None
-        progress = _Progress(options["progress"])
+        plan = read_document(Path(options["spec"]), parse_plan, "plan")
+        progress = Progress(options["progress"], "planning")
         try:
             search = Search(plan, progress=progress)
             if processes > 1:
@@ -234,7 +169,7 @@ class Command(BaseCommand):
             else:
                 result = search.run()
         except SpecError as exc:
-            raise CommandError(f"{exc.field}: {exc.message}") from None
+            raise spec_error(exc) from None
         finally:
             progress.close()
         result = finite(result)

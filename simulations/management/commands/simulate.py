@@ -18,19 +18,17 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from tqdm import tqdm
 
-from simulations.adapters import catalog_from_db, traces_from_db
-from simulations.core.errors import ScenarioValidationError, SpecError, UnknownPolicyError
+from simulations.core.errors import SpecError, UnknownPolicyError
 from simulations.core.jsonsafe import finite
-from simulations.core.scenario import parse_scenario, trace_names
+from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
+from simulations.management.cli import Progress, add_progress_flags, read_document, spec_error
 
 WIDTH = 80
 LABEL = 24
@@ -133,35 +131,6 @@ def render_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-class _Progress:
-    """tqdm bar on stderr fed by the core's progress fractions."""
-
-    def __init__(self, enabled: bool | None) -> None:
-        self.bar = tqdm(
-            total=100,
-            file=sys.stderr,
-            disable=(not sys.stderr.isatty()) if enabled is None else not enabled,
-            unit="%",
-            desc="simulating",
-            leave=False,
-        )
-        self.done = 0
-
-    def __call__(self, fraction: float) -> None:
-        pct = int(min(max(fraction, 0.0), 1.0) * 100)
-        if pct > self.done:
-            self.bar.update(pct - self.done)
-            self.done = pct
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-def _validation_message(exc: ScenarioValidationError) -> str:
-    lines = [f"  {path}: {'; '.join(msgs)}" for path, msgs in exc.errors.items()]
-    return "invalid scenario:\n" + "\n".join(lines)
-
-
 class Command(BaseCommand):
     """Run a scenario document on the simulation core and print the results."""
 
@@ -170,58 +139,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("scenario", help="path to a scenario document (DESIGN.md §3)")
         parser.add_argument("--format", choices=("json", "table"), default="json")
-        group = parser.add_mutually_exclusive_group()
-        group.add_argument(
-            "--progress",
-            dest="progress",
-            action="store_true",
-            default=None,
-            help="always show the progress bar on stderr",
-        )
-        group.add_argument(
-            "--no-progress",
-            dest="progress",
-            action="store_false",
-            help="never show the progress bar",
-        )
-
-    def _load(self, path: Path) -> Any:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CommandError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        except UnicodeDecodeError:
-            raise CommandError(f"{path}: not UTF-8 text") from None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CommandError(
-                f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            ) from None
+        add_progress_flags(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        path = Path(options["scenario"])
-        doc = self._load(path)
-        catalog = catalog_from_db()
-        try:
-            spec = parse_scenario(
-                doc,
-                catalog,
-                traces=traces_from_db(trace_names(doc)),
-                trace_dir=path.resolve().parent,
-            )
-        except ScenarioValidationError as exc:
-            msg = _validation_message(exc)
-            if not catalog.models:
-                msg += "\n(the catalog is empty: run `manage.py seed_catalog` or `make setup`)"
-            raise CommandError(msg) from None
-        progress = _Progress(options["progress"])
+        spec = read_document(Path(options["scenario"]), parse_scenario, "scenario")
+        progress = Progress(options["progress"], "simulating")
         try:
             result = simulate(spec, progress=progress)
         except UnknownPolicyError as exc:
             raise CommandError(str(exc)) from None
         except SpecError as exc:
-            raise CommandError(f"{exc.field}: {exc.message}") from None
+            raise spec_error(exc) from None
         finally:
             progress.close()
         if options["format"] == "json":
