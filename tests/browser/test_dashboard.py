@@ -120,6 +120,14 @@ def test_an_invalid_scenario_shows_field_errors_and_stores_nothing(
     page.fill("input[name=wl-requests]", "-5")
     page.fill("#f-sys-0-opt-glitches-prefetch_ratio", "1000")
     page.fill("input[name=sys-1-name]", "")
+    # the role choices follow the chosen policy (from the registry's schema)
+    page.select_option("#f-sys-1-policy", "glitches")
+    roles = page.eval_on_selector_all(
+        "#system-1 [data-role-select] option", "els => els.map(e => e.value)"
+    )
+    assert roles == ["prefill", "decode"]
+    assert page.is_visible('.policy-options[data-system="1"][data-policy="glitches"]')
+    page.select_option("#f-sys-1-policy", "homogeneous")
     page.click("#save-and-run")
     page.wait_for_selector("#builder-errors")
     assert "nothing was saved" in page.inner_text("#builder-errors")
