@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Self
+
+from .targets import Target
 
 PAPERS = ("glitches", "neo", "heterollm", "h2m2")
 
@@ -50,6 +52,30 @@ class Check:
         if self.abs_tolerance:
             return abs(self.simulated - self.paper_value) <= self.tolerance + 1e-12
         return abs(self.rel_err) <= self.tolerance + 1e-12
+
+    @classmethod
+    def of_target(
+        cls,
+        t: Target,
+        simulated: float,
+        note: str = "",
+        details: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> Self:
+        """The check of ``simulated`` against the published figure ``t`` (its id, quantity,
+        unit, value and tolerance); ``extra`` are a subclass's own fields."""
+        return cls(
+            id=t.id,
+            quantity=t.quantity,
+            unit=t.unit,
+            paper_value=t.value,
+            simulated=simulated,
+            tolerance=t.tolerance,
+            abs_tolerance=t.abs_tolerance,
+            note=note,
+            details={} if details is None else details,
+            **extra,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The check as DESIGN.md §6 prints it."""

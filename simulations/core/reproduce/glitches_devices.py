@@ -73,18 +73,7 @@ def _simulate(dm: DeviceModel, model: ModelSpec) -> _Sim:
 
 def _check(tid: str, simulated: float, note: str = "", **details: object) -> Check:
     t = target(tid)
-    full_note = "; ".join(x for x in (t.note, note) if x)
-    return Check(
-        id=tid,
-        quantity=t.quantity,
-        unit=t.unit,
-        paper_value=t.value,
-        simulated=simulated,
-        tolerance=t.tolerance,
-        abs_tolerance=t.abs_tolerance,
-        note=full_note,
-        details=dict(details),
-    )
+    return Check.of_target(t, simulated, "; ".join(x for x in (t.note, note) if x), details)
 
 
 def _setup() -> tuple[ModelSpec, dict[str, tuple[DeviceSpec, RuntimeProfile, DeviceModel]]]:

@@ -159,18 +159,7 @@ def _fig7_checks() -> list[Check]:
         }
         for quantity, value in (("throughput", thr_ratio), ("cost_eff", ce_ratio)):
             t = target(f"glitches.fig7.{sys_key}_vs_{vs_key}.{quantity}")
-            checks.append(
-                Check(
-                    id=t.id,
-                    quantity=t.quantity,
-                    unit=t.unit,
-                    paper_value=t.value,
-                    simulated=value,
-                    tolerance=t.tolerance,
-                    note=note,
-                    details=details,
-                )
-            )
+            checks.append(Check.of_target(t, value, note, details))
     return checks
 
 
@@ -226,19 +215,7 @@ def _fig8_checks() -> list[Check]:
             ("fraction_below_prefill", frac),
         ):
             t = target(f"glitches.fig8.{key}.{suffix}")
-            checks.append(
-                Check(
-                    id=t.id,
-                    quantity=t.quantity,
-                    unit=t.unit,
-                    paper_value=t.value,
-                    simulated=value,
-                    tolerance=t.tolerance,
-                    abs_tolerance=t.abs_tolerance,
-                    note=note,
-                    details=details,
-                )
-            )
+            checks.append(Check.of_target(t, value, note, details))
     return checks
 
 

@@ -293,18 +293,7 @@ def _rises_then_falls(ratios: list[float]) -> bool:
 
 
 def _check(tid: str, simulated: float, note: str, details: dict[str, Any]) -> Check:
-    t = target(tid)
-    return Check(
-        tid,
-        t.quantity,
-        t.unit,
-        t.value,
-        float(simulated),
-        t.tolerance,
-        t.abs_tolerance,
-        note,
-        details,
-    )
+    return Check.of_target(target(tid), float(simulated), note, details)
 
 
 def _fig6_checks() -> list[Check]:
@@ -503,15 +492,10 @@ def _synthetic_checks() -> list[Check]:
     # Fig. 8b: FastDecode+ on 2xH100, input 2000.
     fd = [_ratio("h100", "fastdecode+", 2000, o) for o in SYNTH_OUTPUTS]
     neo = [_ratio("h100", "neo", 2000, o) for o in SYNTH_OUTPUTS]
-    t = target("neo.fig8.fastdecode_long_output")
     checks.append(
-        BoundCheck(
-            t.id,
-            t.quantity,
-            t.unit,
-            t.value,
+        BoundCheck.of_target(
+            target("neo.fig8.fastdecode_long_output"),
             fd[-1],
-            t.tolerance,
             note=(
                 f"FastDecode+ / GPU-only at input 2000, output {SYNTH_OUTPUTS[-1]} on 2xH100 + "
                 "LLaMa-3.1-70B; the paper gives an upper bound ('less than 60 %'), so the "
@@ -544,15 +528,10 @@ def _synthetic_checks() -> list[Check]:
             {"curves": {k: [round(x, 4) for x in v] for k, v in curves.items()}, "holds": good},
         )
     )
-    t = target("neo.fig9.worst_ratio")
     checks.append(
-        BoundCheck(
-            t.id,
-            t.quantity,
-            t.unit,
-            t.value,
+        BoundCheck.of_target(
+            target("neo.fig9.worst_ratio"),
             worst[0],
-            t.tolerance,
             note=f"Lowest Neo / GPU-only over every synthetic point ({worst[1]}); lower bound.",
             details={"at": worst[1]},
             bound="lower",
