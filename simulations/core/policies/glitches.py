@@ -356,14 +356,18 @@ class GlitchesSim(Simulator):
         self._fpga_run(fi, rid)
         self._schedule()
 
+    def _solo_run(self, unit: Unit, rid: int) -> tuple[int, int, float, float]:
+        """The rest of ``rid``'s decode alone on ``unit`` (one step in reference mode):
+        (cached tokens before the first step, steps, seconds, joules)."""
+        gen = self.generated[rid]
+        n = 1 if self.reference else self.output[rid] - gen
+        k0 = self.prompt[rid] + gen - 1
+        dur, joules = unit.curve.run_cost(1, k0, n)
+        return k0, n, dur, joules
+
     def _fpga_run(self, fi: int, rid: int) -> None:
         f = self.units[fi]
-        g = self.generated[rid]
-        n = self.output[rid] - g
-        if self.reference:
-            n = 1
-        k0 = self.prompt[rid] + g - 1
-        dur, joules = f.curve.run_cost(1, k0, n)
+        _, n, dur, joules = self._solo_run(f, rid)
         now = self.now
         f.occupy(now, now + dur, joules, DECODE, rid, 1)
         f.decode_tokens += n
@@ -391,12 +395,7 @@ class GlitchesSim(Simulator):
             self.gpu_decode_log.append(
                 (self.now, gi, rid, resumed, len(self.idle_fpgas), self._head_fits(IDLE, g))
             )
-        gen = self.generated[rid]
-        n = self.output[rid] - gen
-        if self.reference:
-            n = 1
-        k0 = self.prompt[rid] + gen - 1
-        dur, joules = g.curve.run_cost(1, k0, n)
+        k0, n, dur, joules = self._solo_run(g, rid)
         now = self.now
         self.run_plan[gi] = (now, k0, n, dur, joules)
         self.mode[gi] = DECODE
