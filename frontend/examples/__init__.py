@@ -41,6 +41,7 @@ class Example:
     title: str
     paper: str
     path: Path
+    blurb: str = ""
 
     @property
     def raw(self) -> dict[str, Any]:
@@ -54,8 +55,8 @@ class Example:
 
     @property
     def description(self) -> str:
-        """The document's description (or its name)."""
-        return str(self.raw.get("description") or self.raw.get("name") or "")
+        """What the example shows: its blurb, the document's description, or its name."""
+        return self.blurb or str(self.raw.get("description") or self.raw.get("name") or "")
 
     @property
     def systems(self) -> list[str]:
@@ -74,6 +75,10 @@ EXAMPLES: tuple[Example, ...] = (
         "1×A100 + 7×U280 vs 8×A100",
         "GLITCHES",
         REPO_EXAMPLES / "glitches-vs-8xa100.json",
+        "The headline comparison (GLITCHES §V, DESIGN.md §3): one A100 prefills in FP16 and "
+        "seven Alveo U280s decode (FlightLLM W4A8, prefetch ratio 4), the KV cache moving over "
+        "PCIe layer by layer, against eight A100s serving one request at a time; LLaMA2-7B at "
+        "Table I's [1536, 512] point, 200 requests.",
     ),
     Example(
         "glitches-vs-8xv100s",
@@ -98,6 +103,9 @@ EXAMPLES: tuple[Example, ...] = (
         "HeteroLLM modes on a Snapdragon 8 Gen 3 (GPU + NPU)",
         "HeteroLLM",
         REPO_EXAMPLES / "heterollm-modes-snapdragon.json",
+        "LLaMA-3.1-8B on a Snapdragon 8 Gen 3 phone: GPU only (PPL-OpenCL), NPU Matmuls with "
+        "pipelined static graphs, HeteroLLM's layer-level and tensor-level GPU+NPU partitions, "
+        "and tensor-level without the fast synchronisation (HeteroLLM §4, §5).",
     ),
     Example(
         "h2m2-gpt3-175b",
