@@ -160,18 +160,12 @@ def evaluate_config(
         result = get_policy(config.policy)().run(
             system, plan.model, wl, plan.targets.slo(), rng, None
         )
-    except CapacityError as exc:
-        return Evaluation(
-            config.key,
-            False,
-            error=f"does not fit: {exc.field}: {exc.message}",
-            seconds=time.perf_counter() - t0,
-        )
     except SpecError as exc:
+        why = "does not fit" if isinstance(exc, CapacityError) else "invalid"
         return Evaluation(
             config.key,
             False,
-            error=f"invalid: {exc.field}: {exc.message}",
+            error=f"{why}: {exc.field}: {exc.message}",
             seconds=time.perf_counter() - t0,
         )
     metrics = finite({k: result[k] for k in KEPT_METRICS if k in result})
