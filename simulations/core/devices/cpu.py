@@ -44,6 +44,7 @@ from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProf
 
 from . import register_device_model
 from .base import DeviceModel, PhaseCost
+from .gpu import check_params
 
 #: Runtime ``params`` the CPU model reads (anything else is rejected as a typo).
 CPU_PARAMS: Mapping[str, str] = {
@@ -60,12 +61,7 @@ class CpuModel(DeviceModel):
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         super().__init__(device, runtime)
-        for key in runtime.params:
-            if key not in CPU_PARAMS:
-                raise SpecError(
-                    f"{runtime.slug}.params.{key}",
-                    f"unknown runtime parameter (known: {', '.join(sorted(CPU_PARAMS))})",
-                )
+        check_params(runtime, CPU_PARAMS)
         for name in ("cpu_cores", "cpu_clock_ghz", "cpu_simd_width_bits"):
             if getattr(device, name) is None:
                 raise SpecError(f"{device.slug}.{name}", "a CPU needs this datasheet field")

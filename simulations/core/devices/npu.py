@@ -87,6 +87,7 @@ from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProf
 
 from . import register_device_model
 from .base import DeviceModel, PhaseCost
+from .gpu import check_params
 
 #: Runtime ``params`` the NPU model reads (anything else is rejected as a typo).
 NPU_PARAMS: Mapping[str, str] = {
@@ -159,12 +160,7 @@ class NpuModel(DeviceModel):
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         super().__init__(device, runtime)
-        for key in runtime.params:
-            if key not in NPU_PARAMS:
-                raise SpecError(
-                    f"{runtime.slug}.params.{key}",
-                    f"unknown runtime parameter (known: {', '.join(sorted(NPU_PARAMS))})",
-                )
+        check_params(runtime, NPU_PARAMS)
         if device.npu_array_rows is None:
             raise SpecError(f"{device.slug}.npu_array_rows", "an NPU needs its array rows")
         if device.npu_array_cols is None:
