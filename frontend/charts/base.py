@@ -7,6 +7,7 @@ hands them to the Plotly bundle that whitenoise serves from the app's static fil
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from collections.abc import Iterable
@@ -90,6 +91,12 @@ def colour(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
+def esc(text: Any) -> str:
+    """Text for Plotly labels and hover text: Plotly renders a subset of HTML there, so
+    user-provided names are escaped (it shows the entities as the characters)."""
+    return html.escape(str(text), quote=False)
+
+
 def short(text: str, limit: int = 28) -> str:
     """``text`` cut to ``limit`` characters with an ellipsis."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -106,7 +113,7 @@ def unique_labels(names: Iterable[str], limit: int = 28) -> list[str]:
             label = f"{short(name, limit - 3)} #{seen[label]}"
         else:
             seen[label] = 1
-        out.append(label)
+        out.append(esc(label))
     return out
 
 

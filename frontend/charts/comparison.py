@@ -17,7 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .base import TEMPLATE, colour, finite, fmt, new_figure, unique_labels
+from .base import TEMPLATE, colour, esc, finite, fmt, new_figure, unique_labels
 
 System = Mapping[str, Any]
 
@@ -42,8 +42,9 @@ def efficiency_figure(systems: Sequence[System], baseline: int = 0) -> go.Figure
 
     A metric the baseline lacks (e.g. capex unknown) leaves its panel empty with a note.
     """
-    names = [str(s.get("name", f"system {i}")) for i, s in enumerate(systems)]
-    labels = unique_labels(names, 22)
+    raw = [str(s.get("name", f"system {i}")) for i, s in enumerate(systems)]
+    labels = unique_labels(raw, 22)
+    names = [esc(n) for n in raw]
     base = systems[baseline]
     fig = make_subplots(
         rows=1,
@@ -108,7 +109,7 @@ def latency_cdf_figure(
     for i, s in enumerate(systems):
         cdf = s.get("latency_cdf") or {}
         q = cdf.get("q") or []
-        name = str(s.get("name", f"system {i}"))
+        name = esc(s.get("name", f"system {i}"))
         for col, key, unit in ((1, "ttft_ms", "ms"), (2, "tpot_ms", "ms")):
             xs = cdf.get(key)
             if not xs:
@@ -155,8 +156,9 @@ def latency_cdf_figure(
 
 def latency_percentile_figure(systems: Sequence[System]) -> go.Figure:
     """Grouped bars of p50/p90/p99 TTFT (ms) and TPOT (ms) per system."""
-    names = [str(s.get("name", f"system {i}")) for i, s in enumerate(systems)]
-    labels = unique_labels(names, 22)
+    raw = [str(s.get("name", f"system {i}")) for i, s in enumerate(systems)]
+    labels = unique_labels(raw, 22)
+    names = [esc(n) for n in raw]
     fig = make_subplots(rows=1, cols=2, subplot_titles=["TTFT (ms)", "TPOT (ms)"])
     shades = {"p50": 0.45, "p90": 0.75, "p99": 1.0}
     for col, key in ((1, "ttft_ms"), (2, "tpot_ms")):
@@ -203,7 +205,7 @@ def utilisation_figure(systems: Sequence[System]) -> go.Figure:
     hover: list[str] = []
     for s in systems:
         for d in s.get("devices") or ():
-            xs[0].append(str(s.get("name", "")))
+            xs[0].append(esc(s.get("name", "")))
             xs[1].append(_device_label(d))
             busy = finite(d.get("busy_fraction")) or 0.0
             p = finite(d.get("prefill_fraction"))
@@ -218,7 +220,7 @@ def utilisation_figure(systems: Sequence[System]) -> go.Figure:
                 decode.append(dec)
                 other.append(max(0.0, busy - p - dec))
             hover.append(
-                f"<b>{s.get('name', '')}</b><br>{_device_label(d)}<br>busy {busy:.1%}"
+                f"<b>{esc(s.get('name', ''))}</b><br>{_device_label(d)}<br>busy {busy:.1%}"
                 + (f" (prefill {p:.1%}, decode {dec:.1%})" if p is not None else "")
             )
     for name, values, col in (
@@ -244,8 +246,9 @@ def utilisation_figure(systems: Sequence[System]) -> go.Figure:
 
 def energy_figure(systems: Sequence[System]) -> go.Figure:
     """Energy of the run by device group (J), stacked per system; J/token in the hover."""
-    names = [str(s.get("name", f"system {i}")) for i, s in enumerate(systems)]
-    labels = unique_labels(names, 22)
+    raw = [str(s.get("name", f"system {i}")) for i, s in enumerate(systems)]
+    labels = unique_labels(raw, 22)
+    names = [esc(n) for n in raw]
     fig = new_figure("Energy breakdown by device group", height=440)
     groups: dict[str, list[float | None]] = {}
     for i, s in enumerate(systems):

@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .base import TEMPLATE, colour, finite, fmt, new_figure
+from .base import TEMPLATE, colour, esc, finite, fmt, new_figure
 
 
 def pareto_front(points: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -56,7 +56,7 @@ def pareto_figure(
                 name=name,
                 marker={"color": col, "symbol": symbol, "size": 9 if met else 8},
                 hovertext=[
-                    f"<b>{p.get('label', '')}</b><br>capex ${fmt(p['capex_usd'])}<br>"
+                    f"<b>{esc(p.get('label', ''))}</b><br>capex ${fmt(p['capex_usd'])}<br>"
                     f"{fmt(p.get('throughput_tok_s'))} tok/s"
                     + (
                         f"<br>p90 TTFT {fmt(p['ttft_p90_ms'])} ms"
@@ -112,12 +112,12 @@ def latency_vs_load_figure(
                         x=xs,
                         y=[(p.get(key) or {}).get(q) for p in pts],
                         mode="lines+markers",
-                        name=f"{name} {q}",
+                        name=f"{esc(name)} {q}",
                         legendgroup=name,
                         showlegend=col == 1,
                         line={"color": colour(i), "dash": dash},
                         hovertext=[
-                            f"<b>{name}</b> at {fmt(p['rate_per_s'])} requests/s<br>"
+                            f"<b>{esc(name)}</b> at {fmt(p['rate_per_s'])} requests/s<br>"
                             f"{q} {key.split('_')[0].upper()} "
                             f"{fmt((p.get(key) or {}).get(q))} ms<br>"
                             f"throughput {fmt(p.get('throughput_tok_s'))} tok/s"

@@ -13,7 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .base import fmt, new_figure
+from .base import esc, fmt, new_figure
 
 #: Colour of each interval kind.
 KIND_COLOURS = {
@@ -34,7 +34,7 @@ def _row_label(unit: Mapping[str, Any]) -> str:
 def timeline_figure(system: Mapping[str, Any], *, window_s: float | None = None) -> go.Figure:
     """The Gantt chart of ``system``'s timeline, optionally only its first ``window_s``."""
     units: Sequence[Mapping[str, Any]] = system.get("timeline") or ()
-    name = str(system.get("name", ""))
+    name = esc(system.get("name", ""))
     bars: dict[str, dict[str, list[Any]]] = {}
     rows: list[str] = []
     drawn = dropped = 0

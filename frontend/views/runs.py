@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from frontend import analysis, results
 from frontend.charts import chart, figure_dict
+from frontend.charts.base import esc
 from frontend.charts.comparison import (
     efficiency_figure,
     energy_figure,
@@ -179,7 +180,7 @@ def _comparison(
             "placement",
             heterollm_placement_figure(
                 block["placement"],
-                f"HeteroLLM per-kernel backend placement — {systems[shown].get('name', '')} "
+                f"HeteroLLM per-kernel backend placement — {esc(systems[shown].get('name', ''))} "
                 f"(mode {block.get('mode', '?')}, prompt of "
                 f"{block.get('representative_prompt_tokens', '?')} tokens)",
             ),
@@ -239,7 +240,7 @@ def run_figure(request: HttpRequest, pk: int, name: str) -> JsonResponse:
         sys_rows, note = analysis.h2m2_footprints(system, spec)
         if sys_rows and not rows:
             rows = sys_rows
-            title = f"H2M2 HBM footprint by sublayer — {system.name}"
+            title = f"H2M2 HBM footprint by sublayer — {esc(system.name)}"
         if note:
             notes.append(f"{system.name}: {note}")
     if not rows:

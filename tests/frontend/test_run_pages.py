@@ -173,3 +173,19 @@ def test_signed_out_visitors_are_sent_to_sign_in(client: Any, glitches_run: Simu
     response = client.get(f"/runs/{glitches_run.pk}/")
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
+
+
+def test_system_names_are_escaped_in_the_page_and_the_charts(alice_client: Any, user: Any) -> None:
+    from simulations.services import catalog_seed
+
+    from .conftest import glitches_document, store_succeeded_run
+
+    catalog_seed()
+    doc = glitches_document(10)
+    doc["systems"][1]["name"] = '<img src=x onerror="alert(1)">'
+    run = store_succeeded_run(user, doc)
+    html = alice_client.get(f"/runs/{run.pk}/").content.decode()
+    assert "<img src=x" not in html
+    figs = figures(html)
+    hover = json.dumps(figs["efficiency"]["data"][0]["hovertext"])
+    assert "&lt;img src=x" in hover and "<img" not in hover
