@@ -185,3 +185,41 @@ def test_another_users_scenario_cannot_be_edited(
     assert client.get(f"/scenarios/{pk}/edit/").status_code == 404
     assert client.get(f"/scenarios/{pk}/").status_code == 404
     assert client.post(f"/scenarios/{pk}/run/").status_code == 404
+
+
+def test_a_saved_workload_can_stand_in_for_the_custom_one(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    from simulations import services
+
+    workload = services.workload_create(
+        owner=user,
+        name="short chats",
+        requests=30,
+        input_tokens={"dist": "uniform", "low": 100, "high": 300},
+        output_tokens=64,
+        arrival_kind="poisson",
+        rate_per_s=0.5,
+        seed=9,
+    )
+    data = form_of(builder.state_from_document(glitches_document()))
+    data.update({"wl-source": str(workload.pk), "wl-requests": "not used", "action": "save"})
+    response = alice_client.post("/scenarios/new/", data)
+    assert response.status_code == 302
+    assert Scenario.objects.get().document["workload"] == workload.to_document()
+
+
+def test_someone_elses_private_workload_cannot_be_used(
+    alice_client: Any, other_user: Any, seeded: Any
+) -> None:
+    from simulations import services
+
+    theirs = services.workload_create(
+        owner=other_user, name="private", requests=5, input_tokens=10, output_tokens=10
+    )
+    data = form_of(builder.state_from_document(glitches_document()))
+    data.update({"wl-source": str(theirs.pk), "action": "save"})
+    response = alice_client.post("/scenarios/new/", data)
+    assert response.status_code == 400
+    assert "choose a saved workload you can read" in response.content.decode()
+    assert not Scenario.objects.exists()
