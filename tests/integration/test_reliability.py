@@ -2,7 +2,9 @@
 
 Against PostgreSQL and Redis when ``DATABASE_URL``/``REDIS_URL`` are set (``.ci/run`` sets
 them), against the embedded defaults otherwise. Workers are started with short timings
-(``tests/integration/tuned_workers.py``) so each recovery takes seconds.
+(``tests/integration/tuned_workers.py``) so each recovery takes seconds. The misbehaving
+policies (``test-double-*``, ``tests/integration/worker_doubles.py``) are registered in the
+workers only; this process never imports them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from simulations import services, tasks
 from simulations.choices import FINAL_STATUSES, RunEventKind, RunStatus
 from simulations.models import RunEvent, SimulationRun
 from tests.helpers import wait_for
-from tests.integration import worker_doubles  # noqa: F401  (registers the test doubles here too)
 from tests.integration.tuned_workers import (  # noqa: F401  (the fixture)
     TunedWorker,
     tuned_worker_factory_fixture,
