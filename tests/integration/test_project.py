@@ -17,11 +17,17 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 
 
+# Test-session switches that must not reach a production check (the browser tests lift
+# Django's async-safety check for their own process; production never does).
+_TEST_ONLY_ENV = ("DJANGO_ALLOW_ASYNC_UNSAFE",)
+
+
 def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in _TEST_ONLY_ENV}
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
-        env={**os.environ, **(env or {})},
+        env={**base, **(env or {})},
         capture_output=True,
         text=True,
         timeout=300,
