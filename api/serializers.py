@@ -44,6 +44,7 @@ from simulations.models import (
     Trace,
     Workload,
 )
+from simulations.plans.models import Plan, PlanResult
 from simulations.services import MAX_TRACE_BYTES
 from simulations.sweeps.expand import MAX_AXES, MAX_AXIS_VALUES, MAX_PATH_LENGTH
 from simulations.sweeps.models import Sweep, SweepResult
@@ -872,3 +873,115 @@ class PaginatedSweepResultList(serializers.Serializer):
     next = serializers.URLField(allow_null=True)
     previous = serializers.URLField(allow_null=True)
     results = SweepResultSerializer(many=True)
+
+
+# --- capacity plans --------------------------------------------------------------------------
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": True,
+        "description": "A plan document (issue 10): name, model, workload, targets, "
+        "constraints, space (devices and policies to search), search options.",
+    }
+)
+class PlanDocumentField(serializers.JSONField):
+    """A JSON object (the plan document); anything else is rejected."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Must be a JSON object (a plan document).")
+        return value
+
+
+class PlanSerializer(serializers.ModelSerializer):
+    """A capacity plan: where the search is and how far (the report is in the detail)."""
+
+    document = PlanDocumentField(write_only=True, help_text="The plan document to search.")
+    progress = serializers.SerializerMethodField(help_text="Percent done (0–100).")
+
+    class Meta:
+        model = Plan
+        fields = (
+            "id",
+            "name",
+            "document",
+            "status",
+            "stage",
+            "round",
+            "survivors",
+            "admitted",
+            "confirmed",
+            "progress",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        )
+        read_only_fields = tuple(f for f in fields if f != "document")
+
+    @extend_schema_field(serializers.IntegerField(min_value=0, max_value=100))
+    def get_progress(self, obj: Plan) -> int:
+        from simulations.plans.selectors import plan_progress
+
+        return plan_progress(obj)
+
+
+class PlanDetailSerializer(PlanSerializer):
+    """A plan with its document and, once succeeded, its recommendation and full report."""
+
+    document = PlanDocumentField(read_only=True, help_text="The plan document as submitted.")
+    recommendation = serializers.SerializerMethodField(
+        help_text="The cheapest configuration meeting every target (null until succeeded, "
+        "or when none does)."
+    )
+    report = serializers.JSONField(
+        source="result", read_only=True, help_text="The plan's report (null until succeeded)."
+    )
+
+    class Meta(PlanSerializer.Meta):
+        fields = (*PlanSerializer.Meta.fields, "recommendation", "report")
+        read_only_fields = fields
+
+    @extend_schema_field({"type": "object", "additionalProperties": True, "nullable": True})
+    def get_recommendation(self, obj: Plan) -> dict[str, Any] | None:
+        return (obj.result or {}).get("recommendation")
+
+
+class PlanResultSerializer(serializers.ModelSerializer):
+    """One configuration confirmed by the engine."""
+
+    class Meta:
+        model = PlanResult
+        fields = ("key", "round", "feasible", "capex_usd", "evaluation", "attempt", "recorded_at")
+        read_only_fields = fields
+
+
+class PaginatedPlanResultList(serializers.Serializer):
+    """A page of a plan's confirmed configurations."""
+
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = PlanResultSerializer(many=True)
+
+
+class PlanParetoPointSerializer(serializers.Serializer):
+    """One confirmed configuration as a point of the Pareto charts."""
+
+    key = serializers.CharField()
+    capex_usd = serializers.FloatField(help_text="Capital cost, US dollars.")
+    feasible = serializers.BooleanField()
+    throughput_tok_s = serializers.FloatField(allow_null=True, help_text="Tokens per second.")
+    energy_j_per_token = serializers.FloatField(allow_null=True, help_text="Joules per token.")
+    on_front = serializers.BooleanField(help_text="On a Pareto front of the finished plan.")
+
+
+class PlanParetoSerializer(serializers.Serializer):
+    """The Pareto points of a plan (every confirmed configuration so far)."""
+
+    plan = serializers.IntegerField()
+    final = serializers.BooleanField(help_text="Whether the plan has finished.")
+    points = PlanParetoPointSerializer(many=True)

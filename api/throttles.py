@@ -74,6 +74,16 @@ class SweepSubmitThrottle(ScopedUserThrottle):
     scope = "sweep_submit"
 
 
+class PlanSubmitThrottle(ScopedUserThrottle):
+    """Capacity-plan submissions (``plan_submit``; the ``sweep_submit`` rate if unset)."""
+
+    scope = "plan_submit"
+
+    def get_rate(self) -> str | None:
+        rates = settings.HETPLANNER_API_THROTTLE_RATES
+        return rates.get(self.scope, rates.get("sweep_submit"))
+
+
 class UploadThrottle(ScopedUserThrottle):
     """Trace uploads and Hugging Face imports."""
 

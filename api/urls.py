@@ -1,5 +1,5 @@
-"""API routes under /api/: the catalog, workloads, scenarios, runs, sweeps, policies, API
-tokens, the OpenAPI schema (/api/schema/) and Swagger UI (/api/docs/)."""
+"""API routes under /api/: the catalog, workloads, scenarios, runs, sweeps, capacity
+plans, policies, API tokens, the OpenAPI schema (/api/schema/) and Swagger UI (/api/docs/)."""
 
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -16,6 +16,7 @@ router.register("workloads", views.WorkloadViewSet, basename="workload")
 router.register("scenarios", views.ScenarioViewSet, basename="scenario")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("sweeps", views.SweepViewSet, basename="sweep")
+router.register("plans", views.PlanViewSet, basename="plan")
 router.register("policies", views.PolicyViewSet, basename="policy")
 router.register("auth/tokens", views.ApiTokenViewSet, basename="apitoken")
 

@@ -1,8 +1,8 @@
 """REST API views (DRF viewsets) over the catalog, workloads, scenarios, runs, sweeps,
-policies and API tokens.
+capacity plans, policies and API tokens.
 
 Deny by default: every view needs a signed-in user (session or token). Private rows are
-filtered out of the querysets, so another user's scenario, workload, run, sweep or token
+filtered out of the querysets, so another user's scenario, workload, run, sweep, plan or token
 answers 404 (never 403). Session writes need the CSRF token (DRF's SessionAuthentication).
 Work-queuing POSTs are throttled per user and bounded by per-user quotas.
 """
@@ -41,6 +41,7 @@ from api.parsers import BoundedJSONParser, BoundedMultiPartParser
 from api.permissions import IsOwnerOrReadOnly, IsStaffOrReadOnly
 from api.renderers import CSVRenderer, columns_for, system_row
 from api.throttles import (
+    PlanSubmitThrottle,
     RunSubmitThrottle,
     SweepSubmitThrottle,
     TokenThrottle,
@@ -51,6 +52,9 @@ from simulations.choices import ACTIVE_STATUSES, RunStatus
 from simulations.core.errors import UnknownPolicyError
 from simulations.core.policies import get_policy, policy_names
 from simulations.models import RunEvent, SimulationRun, Trace
+from simulations.plans import selectors as plan_selectors
+from simulations.plans import services as plan_services
+from simulations.plans.models import Plan
 from simulations.sweeps import selectors as sweep_selectors
 from simulations.sweeps import services as sweep_services
 from simulations.sweeps.models import ConfigurationStatus, SweepStatus
@@ -634,6 +638,189 @@ class SweepViewSet(
         return self.get_paginated_response(data)
 
 
+# --- capacity plans --------------------------------------------------------------------------
+
+
+class PlanFilter(StrictFilterSet):
+    """Plans by status."""
+
+    status = filters.ChoiceFilter(choices=RunStatus.choices)
+
+    class Meta:
+        model = Plan
+        fields = ("status",)
+
+
+def _flat(prefix: str, value: Any, row: dict[str, Any]) -> None:
+    """Scalars of ``value`` into ``row``, nested objects as ``prefix_sub``; lists left out."""
+    if value is None or isinstance(value, bool | int | float | str):
+        row[prefix] = value
+    elif isinstance(value, dict):
+        for sub, inner in value.items():
+            _flat(f"{prefix}_{sub}", inner, row)
+
+
+def plan_table(results: QuerySet[Any]) -> dict[str, Any]:
+    """A plan's confirmed configurations as CSV: one row per configuration."""
+    leading = ("key", "round", "feasible", "capex_usd", "error")
+    rows: list[dict[str, Any]] = []
+    for r in results.iterator(chunk_size=1000):
+        ev = r.evaluation or {}
+        row: dict[str, Any] = {
+            "key": r.key,
+            "round": r.round,
+            "feasible": r.feasible,
+            "capex_usd": r.capex_usd,
+            "error": ev.get("error", ""),
+            "misses": "; ".join(str(m) for m in ev.get("misses") or []),
+        }
+        for name, value in (ev.get("metrics") or {}).items():
+            _flat(name, value, row)
+        rows.append(row)
+    columns = columns_for(rows, leading=leading) if rows else list(leading)
+    return {"columns": columns, "rows": rows}
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List your capacity plans", tags=["plans"]),
+    retrieve=extend_schema(
+        summary="A plan: status, progress, recommendation and report once done",
+        tags=["plans"],
+        responses=s.PlanDetailSerializer,
+    ),
+)
+class PlanViewSet(
+    StrictQueryMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Capacity plans (issue 10): submit a plan document (validated, then queued; 202),
+    watch the search, cancel it, read the confirmed configurations (JSON or CSV, partial
+    while it runs), the Pareto points and, once done, the recommendation and report.
+    Plans are private to their submitter."""
+
+    serializer_class = s.PlanSerializer
+    filterset_class = PlanFilter
+    ordering_fields = ("created_at", "finished_at", "status", "name")
+    ordering = ("-created_at", "-id")
+
+    def get_queryset(self) -> QuerySet[Any]:
+        qs = plan_selectors.plans_visible_to(self.request.user)
+        if self.action in ("list", "create", "cancel"):
+            return qs.defer("document", "result")
+        return qs
+
+    def get_serializer_class(self) -> type[serializers.BaseSerializer]:
+        if self.action == "retrieve":
+            return s.PlanDetailSerializer
+        return super().get_serializer_class()
+
+    def get_throttles(self) -> list[Any]:
+        if self.action == "create":
+            return [*super().get_throttles(), PlanSubmitThrottle()]
+        return super().get_throttles()
+
+    @extend_schema(
+        summary="Submit a plan document (validated, then queued; 202)",
+        tags=["plans"],
+        request=s.PlanSerializer,
+        responses={202: s.PlanSerializer},
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Validate ``document`` against the catalog (400 keyed by JSON path, nothing
+        stored) and queue its search; 202 with the plan."""
+        data = self.get_serializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        plan = plan_services.plan_create(spec=data.validated_data["document"], owner=request.user)
+        body = s.PlanSerializer(plan, context=self.get_serializer_context()).data
+        location = request.build_absolute_uri(f"{request.path.rstrip('/')}/{plan.pk}/")
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+
+    @extend_schema(
+        summary="Cancel a queued or running plan",
+        tags=["plans"],
+        request=None,
+        responses={200: s.PlanSerializer},
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel the plan (a no-op on a final plan); confirmed results stay readable."""
+        plan = self.get_object()
+        plan_services.plan_cancel(plan=plan, user=request.user)
+        plan = self.get_queryset().get(pk=plan.pk)
+        return Response(s.PlanSerializer(plan, context=self.get_serializer_context()).data)
+
+    @extend_schema(
+        summary="Confirmed configurations, cheapest first (partial while running; CSV with "
+        "?format=csv)",
+        tags=["plans"],
+        parameters=[
+            OpenApiParameter(
+                "format", OpenApiTypes.STR, enum=["json", "csv"], description="Output format."
+            ),
+            OpenApiParameter(
+                "feasible",
+                OpenApiTypes.STR,
+                enum=["true", "false"],
+                description="Only configurations that do (true) or do not (false) meet "
+                "every target.",
+            ),
+            OpenApiParameter("page", OpenApiTypes.INT, description="Page number (JSON)."),
+            OpenApiParameter(
+                "page_size", OpenApiTypes.INT, description="Items per page (JSON, at most 100)."
+            ),
+        ],
+        responses={
+            (200, "application/json"): s.PaginatedPlanResultList,
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR, description="One row per confirmed configuration."
+            ),
+        },
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        renderer_classes=[JSONRenderer, CSVRenderer],
+        serializer_class=s.PlanResultSerializer,
+        filter_backends=[],
+    )
+    def results(self, request: Request, pk: str | None = None) -> Response:
+        """The configurations the engine confirmed so far (paginated as JSON)."""
+        plan = self.get_object()
+        qs = plan_selectors.plan_results(plan)
+        wanted = request.query_params.get("feasible")
+        if wanted is not None:
+            if wanted not in ("true", "false"):
+                raise ValidationError({"feasible": ["Must be true or false."]})
+            qs = qs.filter(feasible=wanted == "true")
+        if request.accepted_renderer.format == "csv":
+            response = Response(plan_table(qs))
+            response["Content-Disposition"] = f'attachment; filename="plan-{plan.pk}.csv"'
+            return response
+        page = self.paginate_queryset(qs)
+        data = s.PlanResultSerializer(page, many=True).data
+        return self.get_paginated_response(data)
+
+    @extend_schema(
+        summary="The Pareto points: every confirmed configuration, fronts marked",
+        tags=["plans"],
+        responses={200: s.PlanParetoSerializer},
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def pareto(self, request: Request, pk: str | None = None) -> Response:
+        """Capex, throughput and energy per token of each confirmed configuration, and
+        whether it is on a Pareto front of the finished plan (partial while running)."""
+        plan = self.get_object()
+        body = {
+            "plan": plan.pk,
+            "final": plan.is_final,
+            "points": plan_selectors.plan_pareto_points(plan),
+        }
+        return Response(s.PlanParetoSerializer(body).data)
+
+
 # --- tokens ----------------------------------------------------------------------------------
 
 
@@ -715,6 +902,7 @@ __all__ = [
     "ApiTokenViewSet",
     "DeviceViewSet",
     "LLMModelViewSet",
+    "PlanViewSet",
     "PolicyViewSet",
     "RunViewSet",
     "RuntimeProfileViewSet",
