@@ -66,6 +66,11 @@ def test_the_route_list_covers_every_endpoint() -> None:
         "/api/runs/1/cancel/",
         "/api/runs/1/result/",
         "/api/sweeps/1/results/",
+        "/api/plans/",
+        "/api/plans/1/",
+        "/api/plans/1/cancel/",
+        "/api/plans/1/results/",
+        "/api/plans/1/pareto/",
         "/api/policies/a100-80gb/",
         "/api/auth/tokens/1/",
     ):

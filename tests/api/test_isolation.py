@@ -1,7 +1,7 @@
 """Two users, every endpoint and method: no cross-user leaks.
 
-Alice owns a private scenario, workload, run, sweep and API token, and a shared scenario
-and workload. Bob must get 404 (never 403, which would confirm they exist) for every
+Alice owns a private scenario, workload, run, sweep, capacity plan and API token, and a
+shared scenario and workload. Bob must get 404 (never 403, which would confirm they exist) for every
 private object on every method and action, must not see them in any list, may read (not
 change) the shared ones, and nothing of Alice's changes whatever he sends.
 """
@@ -16,7 +16,9 @@ from rest_framework.test import APIClient
 
 from api.models import ApiToken
 from simulations.models import Scenario, SimulationRun, Workload
+from simulations.plans.models import Plan
 from simulations.sweeps.models import Sweep
+from tests.core.planner.helpers import small_doc
 
 pytestmark = pytest.mark.django_db
 
@@ -53,6 +55,7 @@ def alices_rows(alice: APIClient, catalog: Any, document: dict) -> dict[str, Any
         },
         format="json",
     ).json()
+    plan = alice.post("/api/plans/", {"document": small_doc()}, format="json").json()
     token = alice.post("/api/auth/tokens/", {"name": "alice ci"}, format="json").json()
     return {
         "scenario": private["id"],
@@ -61,6 +64,7 @@ def alices_rows(alice: APIClient, catalog: Any, document: dict) -> dict[str, Any
         "shared_workload": wl_shared["id"],
         "run": run["id"],
         "sweep": sweep["id"],
+        "plan": plan["id"],
         "token": token["id"],
     }
 
@@ -77,6 +81,11 @@ def private_urls(rows: dict[str, Any]) -> list[str]:
         f"/api/sweeps/{rows['sweep']}/cancel/",
         f"/api/sweeps/{rows['sweep']}/results/",
         f"/api/sweeps/{rows['sweep']}/results/?format=csv",
+        f"/api/plans/{rows['plan']}/",
+        f"/api/plans/{rows['plan']}/cancel/",
+        f"/api/plans/{rows['plan']}/results/",
+        f"/api/plans/{rows['plan']}/results/?format=csv",
+        f"/api/plans/{rows['plan']}/pareto/",
         f"/api/auth/tokens/{rows['token']}/",
     ]
 
@@ -87,6 +96,7 @@ def snapshot() -> list[Any]:
         list(Workload.objects.order_by("id").values("id", "name", "shared")),
         list(SimulationRun.objects.order_by("id").values("id", "status")),
         list(Sweep.objects.order_by("id").values("id", "status")),
+        list(Plan.objects.order_by("id").values("id", "status", "name", "document")),
         list(ApiToken.objects.order_by("id").values("id", "name")),
     ]
 
@@ -114,6 +124,7 @@ def test_lists_never_show_another_users_private_rows(
         "workloads": {r["id"] for r in bob.get("/api/workloads/").json()["results"]},
         "runs": {r["id"] for r in bob.get("/api/runs/").json()["results"]},
         "sweeps": {r["id"] for r in bob.get("/api/sweeps/").json()["results"]},
+        "plans": {r["id"] for r in bob.get("/api/plans/").json()["results"]},
         "tokens": {r["id"] for r in bob.get("/api/auth/tokens/").json()["results"]},
     }
     assert ids == {
@@ -121,6 +132,7 @@ def test_lists_never_show_another_users_private_rows(
         "workloads": {alices_rows["shared_workload"]},
         "runs": set(),
         "sweeps": set(),
+        "plans": set(),
         "tokens": set(),
     }
     for query in ("?mine=false", "?shared=false", "?name=A100"):

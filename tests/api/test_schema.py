@@ -40,7 +40,16 @@ def test_spectacular_validates_the_schema_without_warnings(tmp_path: Any) -> Non
     out = tmp_path / "schema.yaml"
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
     text = out.read_text()
-    for path in ("/api/runs/{id}/result/", "/api/sweeps/", "/api/auth/tokens/", "/api/policies/"):
+    for path in (
+        "/api/runs/{id}/result/",
+        "/api/sweeps/",
+        "/api/plans/",
+        "/api/plans/{id}/cancel/",
+        "/api/plans/{id}/results/",
+        "/api/plans/{id}/pareto/",
+        "/api/auth/tokens/",
+        "/api/policies/",
+    ):
         assert f"  {path}:" in text
 
 
@@ -99,6 +108,7 @@ def api_schema(
     }
     settings.HETPLANNER_MAX_ACTIVE_RUNS_PER_USER = 100_000
     settings.HETPLANNER_MAX_ACTIVE_SWEEPS_PER_USER = 100_000
+    settings.HETPLANNER_MAX_ACTIVE_PLANS_PER_USER = 100_000
     services.scenario_create(owner=user, document=document, shared=True)
     schema = schemathesis.openapi.from_wsgi(
         "/api/schema/?format=json", in_process_wsgi, headers=token_headers
