@@ -211,6 +211,7 @@ HETPLANNER_API_THROTTLE_RATES = {
     "anon": env("HETPLANNER_THROTTLE_ANON", default="60/min"),
     "run_submit": env("HETPLANNER_THROTTLE_RUN_SUBMIT", default="30/min"),
     "sweep_submit": env("HETPLANNER_THROTTLE_SWEEP_SUBMIT", default="10/min"),
+    "plan_submit": env("HETPLANNER_THROTTLE_PLAN_SUBMIT", default="10/min"),
     "upload": env("HETPLANNER_THROTTLE_UPLOAD", default="30/min"),
     "token": env("HETPLANNER_THROTTLE_TOKEN", default="10/min"),
 }
