@@ -132,9 +132,13 @@ def test_gpu_only_baseline_gets_neos_gpu_cache() -> None:
     reqs = requests(30, rate=2.0)
     out = GpuOnlyPolicy().simulate(node("gpu-only"), LLAMA7B, reqs)
     neo = NeoPolicy().build(node("neo"), LLAMA7B, reqs)
-    assert out.extra["kv_pool_blocks"] == [neo.gpu_pool]
+    neo_gpu = NeoPolicy().build(node("neo", cpu_offload=False), LLAMA7B, reqs)
+    assert out.extra["kv_pool_blocks"] == [neo_gpu.gpu_pool]
     dm = GpuModel(gpu(), GPU_RT)
-    assert neo.gpu_pool == gpu_kv_pool(dm, LLAMA7B, utilization=0.99, tokens=3072, block_size=16)
+    full = gpu_kv_pool(dm, LLAMA7B, utilization=0.99, tokens=3072, block_size=16)
+    assert neo_gpu.gpu_pool == full
+    # Offloading Neo gives one layer in L + 1 of every block to staging CPU-bound prefills.
+    assert neo.gpu_pool == full * LLAMA7B.n_layers // (LLAMA7B.n_layers + 1) < full
 
 
 def test_gpu_only_baseline_serves_a_tensor_parallel_group_as_one_unit() -> None:

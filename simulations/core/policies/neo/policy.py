@@ -150,6 +150,16 @@ def gpu_kv_pool(
     return pool
 
 
+def offload_gpu_pool(blocks: int, n_layers: int) -> int:
+    """GPU blocks left when offloading: each GPU block carries one extra layer that stages
+    the KV of prefills bound for the CPU cache before their layer-wise swap-out (§3.1).
+
+    The authors' harness (SwiftSeal03/swiftLLM ``evaluation/server.py``) gives Neo
+    ``num_gpu_blocks × L / (L + 1)`` blocks with ``--extra-layer-for-cprf`` (its KV tensors
+    have ``L + 1`` layers) and the GPU-only baseline the full count, in the same memory."""
+    return max(2, blocks * n_layers // (n_layers + 1))
+
+
 class NeoBasePolicy(EnginePolicy):
     """Shared construction of Neo-style systems (see :class:`NeoPolicy`)."""
 
@@ -190,6 +200,9 @@ class NeoBasePolicy(EnginePolicy):
             tokens=max_tokens,
             block_size=bs,
         )
+        mode = self._mode(opts)
+        if mode != GPU_ONLY:
+            gpu_pool = offload_gpu_pool(gpu_pool, model.n_layers)
         cpu_pool = math.floor(
             cdm.memory_capacity_bytes
             * float(opts["cpu_memory_fraction"])
@@ -225,7 +238,7 @@ class NeoBasePolicy(EnginePolicy):
             cpu,
             costs,
             table,
-            mode=self._mode(opts),
+            mode=mode,
             block_size=bs,
             max_batch=max_batch,
             max_tokens=max_tokens,
@@ -280,7 +293,9 @@ class NeoPolicy(NeoBasePolicy):
     thread; all-reduces cost only when the GPU record has a ``peer_link`` (none is in the
     catalog for the H100, so TP communication is free here); PCIe at the link's raw rate;
     the GPU cache is sized like SwiftLLM's (memory × utilisation − weights − the largest
-    operator's activations of a full iteration); the CPU cache is ``cpu_memory_fraction`` of
+    operator's activations of a full iteration), less the extra staging layer of the
+    authors' ``--extra-layer-for-cprf`` (:func:`offload_gpu_pool`; GPU-only Neo keeps the
+    full count, as the harness's baseline does); the CPU cache is ``cpu_memory_fraction`` of
     host memory; at most ``max_batch`` requests are resident in the two caches (the block
     table's rows); swap-in needs one spare block per GPU request ("ample space"); step 5
     keeps batch-0 at the linear stage's saturation width (the paper states no floor; see
