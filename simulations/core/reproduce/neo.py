@@ -52,6 +52,11 @@ policy, not Neo's selective batching without offloading; its ``vllm`` server run
 the same ``--num-gpu-blocks-override`` (an unpublished per-testbed config.json; Neo's
 share is ``L/(L+1)`` of it, its extra staging layer: ``offload_gpu_pool``), so the GPU
 caches here follow SwiftLLM's sizing rule instead of the paper's unknown block counts.
+Deviation: ``vllm-fp16`` charges no kernel-launch time (CUDA-graph decode), but the harness
+runs vLLM ``--enforce-eager`` and SwiftLLM/Neo launch their CUDA C++ kernels eagerly from
+Python (§4); no per-kernel cost of either stack is published, so none is charged (10
+kernels per layer at the eager stack's fitted 12.7 µs would add about 4 ms to a 32-layer
+decode pass, ~9 % on the T4).
 """
 
 from __future__ import annotations
