@@ -31,7 +31,6 @@ from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections
 from django.db import connection as db_connection
@@ -44,6 +43,7 @@ from simulations.core.errors import (
     SpecError,
     UnknownPolicyError,
 )
+from simulations.jobs import backoff, soft_time_limit
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +90,8 @@ class Heartbeat(threading.Thread):
         self.attempt = attempt
         self.interval = interval
         self.fraction = 0.0
+        #: What the log calls the job when a heartbeat write fails.
+        self.label = f"run {run_id}"
         self.lost = threading.Event()
         self._stop_event = threading.Event()
 
@@ -99,7 +101,7 @@ class Heartbeat(threading.Thread):
                 try:
                     owned = self.mark(int(self.fraction * 100))
                 except DatabaseError:
-                    logger.warning("run %s: heartbeat write failed", self.run_id, exc_info=True)
+                    logger.warning("%s: heartbeat write failed", self.label, exc_info=True)
                     continue
                 if not owned:
                     self.lost.set()
@@ -160,9 +162,7 @@ def run_simulation(self: Any, run_id: int, resume_attempt: int | None = None) ->
     """Claim run ``run_id``, simulate it and store the outcome exactly once."""
 
     def retry(exc: BaseException, attempt: int | None) -> Any:
-        countdown = get_exponential_backoff_interval(
-            factor=2, retries=self.request.retries, maximum=60, full_jitter=True
-        )
+        countdown = backoff(self)
         logger.warning("run %s: transient error, retrying in %ss: %s", run_id, countdown, exc)
         return self.retry(
             exc=exc,
@@ -187,8 +187,7 @@ def run_simulation(self: Any, run_id: int, resume_attempt: int | None = None) ->
         services.run_mark_failed(run_id, claim.attempt, _describe(exc))
         return "failed"
     except SoftTimeLimitExceeded:
-        # A message may carry its own limits (hard, soft); else the settings' soft limit.
-        limit = (self.request.timelimit or (None, None))[1] or settings.CELERY_TASK_SOFT_TIME_LIMIT
+        limit = soft_time_limit(self)
         services.run_mark_failed(run_id, claim.attempt, f"exceeded the time limit of {limit} s")
         return "failed"
     except TRANSIENT_ERRORS as exc:

@@ -26,7 +26,6 @@ from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.db import close_old_connections
 
@@ -34,6 +33,7 @@ from simulations.core.planner import Evaluation, PlanSpec, Search, evaluate_conf
 from simulations.core.planner.report import build_report
 from simulations.core.planner.sensitivity import load_sensitivity
 from simulations.core.planner.space import config_from_dict, config_to_dict
+from simulations.jobs import backoff, soft_time_limit
 from simulations.plans import services
 from simulations.plans.models import Plan
 from simulations.tasks import (
@@ -133,12 +133,6 @@ def services_error(message: str) -> Exception:
     return SpecError("document", message)
 
 
-def _backoff(task: Any) -> float:
-    return get_exponential_backoff_interval(
-        factor=2, retries=task.request.retries, maximum=60, full_jitter=True
-    )
-
-
 def _advance(claim: services.StageClaim, beat: StageHeartbeat) -> str:
     search = _search(claim.plan_id, claim.document, beat)
     search.rounds = claim.round
@@ -189,7 +183,7 @@ def advance_plan(self: Any, plan_id: int) -> str:
     try:
         claim = services.stage_claim(plan_id, worker=worker_id())
     except TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+        raise self.retry(exc=exc, countdown=backoff(self)) from exc
     if claim is None:
         return "not claimed"
     beat = StageHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
@@ -203,7 +197,7 @@ def advance_plan(self: Any, plan_id: int) -> str:
         services.stage_fail(claim, _describe(exc))
         return "failed"
     except SoftTimeLimitExceeded:
-        limit = (self.request.timelimit or (None, None))[1] or settings.CELERY_TASK_SOFT_TIME_LIMIT
+        limit = soft_time_limit(self)
         services.stage_fail(claim, f"the {claim.stage} stage exceeded the time limit of {limit} s")
         return "failed"
     except TRANSIENT_ERRORS as exc:
@@ -214,7 +208,7 @@ def advance_plan(self: Any, plan_id: int) -> str:
             services.stage_release(claim)
         except TRANSIENT_ERRORS:
             logger.warning("plan %s: could not release the stage; the reconciler will", plan_id)
-        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+        raise self.retry(exc=exc, countdown=backoff(self)) from exc
     except Exception as exc:
         # A bug, not bad input: retrying a deterministic search would fail the same way.
         logger.exception("plan %s: internal error", plan_id)
@@ -272,7 +266,7 @@ def run_plan_chunk(self: Any, chunk_id: int) -> str:
     try:
         claim = services.chunk_claim(chunk_id, worker=worker_id())
     except TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+        raise self.retry(exc=exc, countdown=backoff(self)) from exc
     if claim is None:
         return "not claimed"
     beat = ChunkHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
@@ -283,7 +277,7 @@ def run_plan_chunk(self: Any, chunk_id: int) -> str:
         services.chunk_give_up(claim, _describe(exc))
         return "failed"
     except SoftTimeLimitExceeded:
-        limit = (self.request.timelimit or (None, None))[1] or settings.CELERY_TASK_SOFT_TIME_LIMIT
+        limit = soft_time_limit(self)
         services.chunk_give_up(claim, f"the chunk exceeded the time limit of {limit} s")
         return "timed out"
     except TRANSIENT_ERRORS as exc:
@@ -294,7 +288,7 @@ def run_plan_chunk(self: Any, chunk_id: int) -> str:
             services.chunk_release(claim)
         except TRANSIENT_ERRORS:
             logger.warning("plan chunk %s: could not release; the reconciler will", chunk_id)
-        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+        raise self.retry(exc=exc, countdown=backoff(self)) from exc
     finally:
         beat.stop()
 

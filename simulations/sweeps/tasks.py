@@ -12,61 +12,43 @@ unique per (sweep, index), so each configuration is recorded exactly once.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections
-from django.db import connection as db_connection
+from django.db import close_old_connections
 
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.core import scenario as scenario_rules
+from simulations.jobs import backoff, soft_time_limit
 from simulations.sweeps import services
 from simulations.sweeps.expand import configuration_document, configuration_parameters
 from simulations.sweeps.models import ChunkStatus, Sweep, SweepChunk
-from simulations.tasks import DOMAIN_ERRORS, MAX_RETRIES, TRANSIENT_ERRORS, _describe, worker_id
+from simulations.tasks import (
+    DOMAIN_ERRORS,
+    MAX_RETRIES,
+    TRANSIENT_ERRORS,
+    Heartbeat,
+    _describe,
+    worker_id,
+)
 
 logger = logging.getLogger(__name__)
 
 
-class ChunkHeartbeat(threading.Thread):
-    """Refreshes a chunk's heartbeat every ``interval`` seconds on its own DB connection;
-    sets :attr:`lost` once the chunk is no longer this attempt's or the sweep was cancelled."""
+class ChunkHeartbeat(Heartbeat):
+    """The run heartbeat thread, refreshing a sweep chunk's heartbeat; sets :attr:`lost`
+    once the chunk is no longer this attempt's or the sweep was cancelled."""
 
     def __init__(self, claim: services.ChunkClaim, interval: float) -> None:
-        super().__init__(name=f"heartbeat-chunk-{claim.chunk_id}", daemon=True)
+        super().__init__(claim.sweep_id, claim.attempt, interval)
+        self.name = f"heartbeat-chunk-{claim.chunk_id}"
+        self.label = f"chunk {claim.chunk_id}"
         self.claim = claim
-        self.interval = interval
-        self.lost = threading.Event()
-        self._stop_event = threading.Event()
 
-    def run(self) -> None:
-        try:
-            while not self._stop_event.wait(self.interval):
-                try:
-                    owned = services.chunk_heartbeat(self.claim)
-                except DatabaseError:
-                    logger.warning("chunk %s: heartbeat failed", self.claim.chunk_id, exc_info=True)
-                    continue
-                if not owned:
-                    self.lost.set()
-                    return
-        finally:
-            db_connection.close()
-
-    def stop(self) -> None:
-        """Stop beating and wait for the thread to end."""
-        self._stop_event.set()
-        self.join(timeout=max(5.0, 2 * self.interval))
-
-
-def _backoff(task: Any) -> float:
-    return get_exponential_backoff_interval(
-        factor=2, retries=task.request.retries, maximum=60, full_jitter=True
-    )
+    def mark(self, percent: int) -> bool:
+        return services.chunk_heartbeat(self.claim)
 
 
 def _release(claim: services.ChunkClaim) -> None:
@@ -136,7 +118,7 @@ def run_sweep_chunk(self: Any, chunk_id: int) -> str:
     try:
         claim = services.chunk_claim(chunk_id, worker=worker_id())
     except TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+        raise self.retry(exc=exc, countdown=backoff(self)) from exc
     if claim is None:
         return "not claimed"
     beat = ChunkHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
@@ -144,7 +126,7 @@ def run_sweep_chunk(self: Any, chunk_id: int) -> str:
     try:
         return _compute_chunk(claim, beat)
     except SoftTimeLimitExceeded:
-        limit = (self.request.timelimit or (None, None))[1] or settings.CELERY_TASK_SOFT_TIME_LIMIT
+        limit = soft_time_limit(self)
         services.chunk_give_up(claim, f"the chunk exceeded the time limit of {limit} s")
         return "timed out"
     except TRANSIENT_ERRORS as exc:
@@ -155,7 +137,7 @@ def run_sweep_chunk(self: Any, chunk_id: int) -> str:
             _release(claim)
         except TRANSIENT_ERRORS:
             logger.warning("chunk %s: could not release; the reconciler will", chunk_id)
-        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+        raise self.retry(exc=exc, countdown=backoff(self)) from exc
     finally:
         beat.stop()
 
@@ -173,7 +155,7 @@ def finalise_sweep(self: Any, sweep_id: int) -> bool:
     try:
         return services.sweep_finalise(sweep_id)
     except TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=_backoff(self)) from exc
+        raise self.retry(exc=exc, countdown=backoff(self)) from exc
 
 
 @shared_task(name="simulations.reconcile_sweeps")
