@@ -2,16 +2,21 @@
 sweeps (:mod:`simulations.sweeps.tasks`) and plans (:mod:`simulations.plans.tasks`).
 
 Each system keeps its own claims and records; what is the same in all of them — how long a
-transient error waits before the retry, and which time limit a delivery ran under — lives
-here once.
+transient error waits before the retry, which time limit a delivery ran under, when a
+heartbeat is stale, and how a reconciler hands back a job whose worker died or re-sends one
+whose message was lost — lives here once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
+from django.db import models, transaction
+from django.db.models import Q
 
 
 def backoff(task: Any) -> float:
@@ -28,3 +33,78 @@ def soft_time_limit(task: Any) -> float:
     A message may carry its own limits (hard, soft); else the settings' soft limit.
     """
     return (task.request.timelimit or (None, None))[1] or settings.CELERY_TASK_SOFT_TIME_LIMIT
+
+
+def stale_before(now: datetime) -> datetime:
+    """Heartbeats older than this are stale: the worker holding the job is taken for lost."""
+    return now - timedelta(seconds=settings.HETPLANNER_HEARTBEAT_STALE_S)
+
+
+def requeue_stale(
+    model: type[models.Model],
+    scope: Q,
+    *,
+    running: Mapping[str, Any],
+    queued: Mapping[str, Any],
+    attempts_field: str,
+    now: datetime,
+    limit: int,
+    enqueue: Callable[[int], Any],
+    guard: Q | None = None,
+) -> list[int]:
+    """Hand back to queued, and re-send, the rows of ``model`` in ``scope`` that are
+    ``running`` with a stale heartbeat; return their ids.
+
+    Each row is moved by a conditional UPDATE (still running under the same attempt count,
+    still stale, and within ``guard`` when given), so a worker that beats or finishes in
+    between keeps its job; the attempt count is kept (the next claim counts the delivery).
+    """
+    stale = stale_before(now)
+    requeued: list[int] = []
+    rows = model._default_manager.filter(scope, heartbeat_at__lt=stale, **running).values_list(
+        "pk", attempts_field
+    )[:limit]
+    for pk, attempts in rows:
+        with transaction.atomic():
+            if model._default_manager.filter(
+                guard if guard is not None else Q(),
+                pk=pk,
+                heartbeat_at__lt=stale,
+                **running,
+                **{attempts_field: attempts},
+            ).update(enqueued_at=now, worker="", **queued):
+                transaction.on_commit(lambda pk=pk: enqueue(pk))
+                requeued.append(pk)
+    return requeued
+
+
+def resend_lost(
+    model: type[models.Model],
+    scope: Q,
+    *,
+    queued: Mapping[str, Any],
+    now: datetime,
+    limit: int,
+    enqueue: Callable[[int], Any],
+) -> list[int]:
+    """Re-send the rows of ``model`` in ``scope`` that are ``queued`` and were last sent more
+    than ``HETPLANNER_QUEUED_STALE_S`` ago (or never); return their ids.
+
+    Each row's send time is moved by a conditional UPDATE so two reconcilers do not both
+    re-send it; a duplicate message is harmless anyway, claims being conditional.
+    """
+    resend_before = now - timedelta(seconds=settings.HETPLANNER_QUEUED_STALE_S)
+    resent: list[int] = []
+    rows = (
+        model._default_manager.filter(scope, **queued)
+        .filter(Q(enqueued_at__lt=resend_before) | Q(enqueued_at__isnull=True))
+        .values_list("pk", "enqueued_at")[:limit]
+    )
+    for pk, enqueued_at in rows:
+        with transaction.atomic():
+            if model._default_manager.filter(pk=pk, enqueued_at=enqueued_at, **queued).update(
+                enqueued_at=now
+            ):
+                transaction.on_commit(lambda pk=pk: enqueue(pk))
+                resent.append(pk)
+    return resent

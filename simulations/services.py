@@ -20,7 +20,7 @@ import logging
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -51,6 +51,7 @@ from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.hf_config import model_spec_from_hf_config
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile, ScenarioSpec, WorkloadSpec
 from simulations.core.traces import parse_azure_trace
+from simulations.jobs import resend_lost, stale_before
 from simulations.models import (
     Device,
     LLMModel,
@@ -411,10 +412,6 @@ class Claim:
     document: Any
 
 
-def _stale_before(now: datetime) -> datetime:
-    return now - timedelta(seconds=settings.HETPLANNER_HEARTBEAT_STALE_S)
-
-
 def run_claim(
     run_id: int, *, worker: str, resume_attempt: int | None = None, now: datetime | None = None
 ) -> Claim | None:
@@ -431,7 +428,7 @@ def run_claim(
         return None
     attempts = row["attempts"]
     claimable = Q(status=RunStatus.QUEUED) | Q(
-        status=RunStatus.RUNNING, heartbeat_at__lt=_stale_before(now)
+        status=RunStatus.RUNNING, heartbeat_at__lt=stale_before(now)
     )
     if resume_attempt is not None:
         claimable |= Q(status=RunStatus.RUNNING, attempts=resume_attempt)
@@ -563,14 +560,14 @@ def runs_reconcile(*, now: datetime | None = None, limit: int = 500) -> Reconcil
     now = now or timezone.now()
     report = ReconcileReport()
     stale = SimulationRun.objects.filter(
-        status=RunStatus.RUNNING, heartbeat_at__lt=_stale_before(now)
+        status=RunStatus.RUNNING, heartbeat_at__lt=stale_before(now)
     ).values_list("pk", "attempts", "worker")[:limit]
     for run_id, attempts, worker in stale:
         guard = SimulationRun.objects.filter(
             pk=run_id,
             status=RunStatus.RUNNING,
             attempts=attempts,
-            heartbeat_at__lt=_stale_before(now),
+            heartbeat_at__lt=stale_before(now),
         )
         if attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
             if _finish(
@@ -589,17 +586,12 @@ def runs_reconcile(*, now: datetime | None = None, limit: int = 500) -> Reconcil
                 _event(run_id, RunEventKind.REQUEUED, attempts, f"no heartbeat from {worker}")
                 transaction.on_commit(lambda run_id=run_id: _enqueue(run_id))
                 report.requeued.append(run_id)
-    resend_before = now - timedelta(seconds=settings.HETPLANNER_QUEUED_STALE_S)
-    lost = (
-        SimulationRun.objects.filter(status=RunStatus.QUEUED)
-        .filter(Q(enqueued_at__lt=resend_before) | Q(enqueued_at__isnull=True))
-        .values_list("pk", "enqueued_at")[:limit]
+    report.resent = resend_lost(
+        SimulationRun,
+        Q(),
+        queued={"status": RunStatus.QUEUED},
+        now=now,
+        limit=limit,
+        enqueue=lambda run_id: _enqueue(run_id),
     )
-    for run_id, enqueued_at in lost:
-        with transaction.atomic():
-            if SimulationRun.objects.filter(
-                pk=run_id, status=RunStatus.QUEUED, enqueued_at=enqueued_at
-            ).update(enqueued_at=now):
-                transaction.on_commit(lambda run_id=run_id: _enqueue(run_id))
-                report.resent.append(run_id)
     return report

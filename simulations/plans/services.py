@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -34,6 +34,7 @@ from django.utils import timezone
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.choices import ACTIVE_STATUSES, RunStatus
 from simulations.core.planner import PlanSpec, parse_plan, trace_names
+from simulations.jobs import requeue_stale, resend_lost, stale_before
 from simulations.plans.models import ChunkStatus, Plan, PlanChunk, PlanResult, PlanStage
 from simulations.plans.models import StageStatus as Stage
 from simulations.services import MAX_ERROR_CHARS, _document_size_check, _json_safe
@@ -53,10 +54,6 @@ class QuotaExceededError(Exception):
 
 def _max_attempts() -> int:
     return int(settings.HETPLANNER_MAX_ATTEMPTS)
-
-
-def _stale_before(now: datetime) -> datetime:
-    return now - timedelta(seconds=settings.HETPLANNER_HEARTBEAT_STALE_S)
 
 
 def chunk_size() -> int:
@@ -206,7 +203,7 @@ def stage_claim(plan_id: int, *, worker: str, now: datetime | None = None) -> St
     attempts = row["stage_attempts"]
     guard = Plan.objects.filter(
         Q(stage_status=Stage.QUEUED)
-        | Q(stage_status=Stage.RUNNING, heartbeat_at__lt=_stale_before(now)),
+        | Q(stage_status=Stage.RUNNING, heartbeat_at__lt=stale_before(now)),
         pk=plan_id,
         status__in=ACTIVE_STATUSES,
         stage=row["stage"],
@@ -369,7 +366,7 @@ def chunk_claim(chunk_id: int, *, worker: str, now: datetime | None = None) -> C
     attempts = row["attempts"]
     guard = PlanChunk.objects.filter(
         Q(status=ChunkStatus.QUEUED)
-        | Q(status=ChunkStatus.RUNNING, heartbeat_at__lt=_stale_before(now)),
+        | Q(status=ChunkStatus.RUNNING, heartbeat_at__lt=stale_before(now)),
         pk=chunk_id,
         attempts=attempts,
     )
@@ -529,56 +526,46 @@ def plans_reconcile(*, now: datetime | None = None, limit: int = 500) -> PlanRec
     """
     now = now or timezone.now()
     report = PlanReconcileReport()
-    stale = _stale_before(now)
-    resend_before = now - timedelta(seconds=settings.HETPLANNER_QUEUED_STALE_S)
     active = Q(status__in=ACTIVE_STATUSES)
-    single = ~Q(stage=PlanStage.CONFIRM)
-    for plan_id, attempts in Plan.objects.filter(
-        active, single, stage_status=Stage.RUNNING, heartbeat_at__lt=stale
-    ).values_list("pk", "stage_attempts")[:limit]:
-        with transaction.atomic():
-            if Plan.objects.filter(
-                active,
-                single,
-                pk=plan_id,
-                stage_status=Stage.RUNNING,
-                stage_attempts=attempts,
-                heartbeat_at__lt=stale,
-            ).update(stage_status=Stage.QUEUED, enqueued_at=now, worker=""):
-                transaction.on_commit(lambda plan_id=plan_id: _enqueue_stage(plan_id))
-                report.stages_requeued.append(plan_id)
-    for plan_id, enqueued_at in (
-        Plan.objects.filter(active, single, stage_status=Stage.QUEUED)
-        .filter(Q(enqueued_at__lt=resend_before) | Q(enqueued_at__isnull=True))
-        .values_list("pk", "enqueued_at")[:limit]
-    ):
-        with transaction.atomic():
-            if Plan.objects.filter(
-                pk=plan_id, stage_status=Stage.QUEUED, enqueued_at=enqueued_at
-            ).update(enqueued_at=now):
-                transaction.on_commit(lambda plan_id=plan_id: _enqueue_stage(plan_id))
-                report.stages_resent.append(plan_id)
+    single = active & ~Q(stage=PlanStage.CONFIRM)
+    report.stages_requeued = requeue_stale(
+        Plan,
+        single,
+        running={"stage_status": Stage.RUNNING},
+        queued={"stage_status": Stage.QUEUED},
+        attempts_field="stage_attempts",
+        now=now,
+        limit=limit,
+        enqueue=lambda plan_id: _enqueue_stage(plan_id),
+        guard=single,
+    )
+    report.stages_resent = resend_lost(
+        Plan,
+        single,
+        queued={"stage_status": Stage.QUEUED},
+        now=now,
+        limit=limit,
+        enqueue=lambda plan_id: _enqueue_stage(plan_id),
+    )
     chunk_active = Q(plan__status__in=ACTIVE_STATUSES, plan__stage=PlanStage.CONFIRM)
-    for chunk_id, attempts in PlanChunk.objects.filter(
-        chunk_active, status=ChunkStatus.RUNNING, heartbeat_at__lt=stale
-    ).values_list("pk", "attempts")[:limit]:
-        with transaction.atomic():
-            if PlanChunk.objects.filter(
-                pk=chunk_id, status=ChunkStatus.RUNNING, attempts=attempts, heartbeat_at__lt=stale
-            ).update(status=ChunkStatus.QUEUED, enqueued_at=now, worker=""):
-                transaction.on_commit(lambda chunk_id=chunk_id: _enqueue_chunks([chunk_id]))
-                report.chunks_requeued.append(chunk_id)
-    for chunk_id, enqueued_at in (
-        PlanChunk.objects.filter(chunk_active, status=ChunkStatus.QUEUED)
-        .filter(Q(enqueued_at__lt=resend_before) | Q(enqueued_at__isnull=True))
-        .values_list("pk", "enqueued_at")[:limit]
-    ):
-        with transaction.atomic():
-            if PlanChunk.objects.filter(
-                pk=chunk_id, status=ChunkStatus.QUEUED, enqueued_at=enqueued_at
-            ).update(enqueued_at=now):
-                transaction.on_commit(lambda chunk_id=chunk_id: _enqueue_chunks([chunk_id]))
-                report.chunks_resent.append(chunk_id)
+    report.chunks_requeued = requeue_stale(
+        PlanChunk,
+        chunk_active,
+        running={"status": ChunkStatus.RUNNING},
+        queued={"status": ChunkStatus.QUEUED},
+        attempts_field="attempts",
+        now=now,
+        limit=limit,
+        enqueue=lambda chunk_id: _enqueue_chunks([chunk_id]),
+    )
+    report.chunks_resent = resend_lost(
+        PlanChunk,
+        chunk_active,
+        queued={"status": ChunkStatus.QUEUED},
+        now=now,
+        limit=limit,
+        enqueue=lambda chunk_id: _enqueue_chunks([chunk_id]),
+    )
     for plan_id, round_ in Plan.objects.filter(
         active, stage=PlanStage.CONFIRM, round_done__gte=F("round_total")
     ).values_list("pk", "round")[:limit]:

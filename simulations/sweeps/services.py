@@ -20,7 +20,7 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -33,6 +33,7 @@ from django.utils import timezone
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.core import scenario as scenario_rules
 from simulations.core.errors import ScenarioValidationError
+from simulations.jobs import requeue_stale, resend_lost, stale_before
 from simulations.services import MAX_ERROR_CHARS, _document_size_check, _json_safe
 from simulations.sweeps.expand import (
     Axis,
@@ -225,10 +226,6 @@ class ChunkClaim:
     stop: int
 
 
-def _stale_before(now: datetime) -> datetime:
-    return now - timedelta(seconds=settings.HETPLANNER_HEARTBEAT_STALE_S)
-
-
 def chunk_claim(chunk_id: int, *, worker: str, now: datetime | None = None) -> ChunkClaim | None:
     """Claim a chunk for this delivery with one conditional UPDATE, or return None.
 
@@ -251,7 +248,7 @@ def chunk_claim(chunk_id: int, *, worker: str, now: datetime | None = None) -> C
         return None
     attempts = row["attempts"]
     claimable = Q(status=ChunkStatus.QUEUED) | Q(
-        status=ChunkStatus.RUNNING, heartbeat_at__lt=_stale_before(now)
+        status=ChunkStatus.RUNNING, heartbeat_at__lt=stale_before(now)
     )
     guard = SweepChunk.objects.filter(claimable, pk=chunk_id, attempts=attempts)
     if attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
@@ -489,32 +486,24 @@ def sweeps_reconcile(*, now: datetime | None = None, limit: int = 500) -> SweepR
     now = now or timezone.now()
     report = SweepReconcileReport()
     active = Q(sweep__status__in=SWEEP_ACTIVE_STATUSES)
-    stale = SweepChunk.objects.filter(
-        active, status=ChunkStatus.RUNNING, heartbeat_at__lt=_stale_before(now)
-    ).values_list("pk", "attempts")[:limit]
-    for chunk_id, attempts in stale:
-        with transaction.atomic():
-            if SweepChunk.objects.filter(
-                pk=chunk_id,
-                status=ChunkStatus.RUNNING,
-                attempts=attempts,
-                heartbeat_at__lt=_stale_before(now),
-            ).update(status=ChunkStatus.QUEUED, enqueued_at=now, worker=""):
-                transaction.on_commit(lambda chunk_id=chunk_id: _enqueue_chunk(chunk_id))
-                report.requeued.append(chunk_id)
-    resend_before = now - timedelta(seconds=settings.HETPLANNER_QUEUED_STALE_S)
-    lost = (
-        SweepChunk.objects.filter(active, status=ChunkStatus.QUEUED)
-        .filter(Q(enqueued_at__lt=resend_before) | Q(enqueued_at__isnull=True))
-        .values_list("pk", "enqueued_at")[:limit]
+    report.requeued = requeue_stale(
+        SweepChunk,
+        active,
+        running={"status": ChunkStatus.RUNNING},
+        queued={"status": ChunkStatus.QUEUED},
+        attempts_field="attempts",
+        now=now,
+        limit=limit,
+        enqueue=lambda chunk_id: _enqueue_chunk(chunk_id),
     )
-    for chunk_id, enqueued_at in lost:
-        with transaction.atomic():
-            if SweepChunk.objects.filter(
-                pk=chunk_id, status=ChunkStatus.QUEUED, enqueued_at=enqueued_at
-            ).update(enqueued_at=now):
-                transaction.on_commit(lambda chunk_id=chunk_id: _enqueue_chunk(chunk_id))
-                report.resent.append(chunk_id)
+    report.resent = resend_lost(
+        SweepChunk,
+        active,
+        queued={"status": ChunkStatus.QUEUED},
+        now=now,
+        limit=limit,
+        enqueue=lambda chunk_id: _enqueue_chunk(chunk_id),
+    )
     complete = Sweep.objects.filter(
         status__in=SWEEP_ACTIVE_STATUSES, total=F("succeeded_count") + F("failed_count")
     ).values_list("pk", flat=True)[:limit]
