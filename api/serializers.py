@@ -10,7 +10,7 @@ rejected input stores nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.core.validators import RegexValidator
@@ -117,6 +117,17 @@ def _spec_error(exc: SpecError) -> serializers.ValidationError:
     key = exc.field.rsplit(".", 1)[-1] or "non_field_errors"
     key = key.split("[", 1)[0] or "non_field_errors"
     return serializers.ValidationError({key: [exc.message]})
+
+
+def _catalog_spec(build: Callable[[dict[str, Any]], Any], record: dict[str, Any]) -> Any:
+    """``build(record)`` (a catalog record to its spec), its errors as validation errors: a
+    SpecError under its field, any other bad value under ``non_field_errors``."""
+    try:
+        return build(record)
+    except SpecError as exc:
+        raise _spec_error(exc) from exc
+    except (TypeError, ValueError) as exc:
+        raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
 
 
 def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -272,12 +283,7 @@ class DeviceSerializer(CatalogSerializer):
         for name in ("host_link", "peer_link"):
             if attrs.get(name) is not None:
                 record[name] = _drop_none(dict(attrs[name]))
-        try:
-            attrs["spec"] = device_from_dict(record)
-        except SpecError as exc:
-            raise _spec_error(exc) from exc
-        except (TypeError, ValueError) as exc:
-            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
+        attrs["spec"] = _catalog_spec(device_from_dict, record)
         return attrs
 
     def save(self, **kwargs: Any) -> Device:
@@ -346,12 +352,7 @@ class RuntimeProfileSerializer(CatalogSerializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         record = self.record(attrs)
         record.pop("default_for_kind", None)
-        try:
-            attrs["spec"] = runtime_from_dict(record)
-        except SpecError as exc:
-            raise _spec_error(exc) from exc
-        except (TypeError, ValueError) as exc:
-            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
+        attrs["spec"] = _catalog_spec(runtime_from_dict, record)
         return attrs
 
     def save(self, **kwargs: Any) -> RuntimeProfile:
@@ -410,12 +411,7 @@ class LLMModelSerializer(CatalogSerializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         record = _drop_none(self.record(attrs))
-        try:
-            attrs["spec"] = model_from_dict(record)
-        except SpecError as exc:
-            raise _spec_error(exc) from exc
-        except (TypeError, ValueError) as exc:
-            raise serializers.ValidationError({"non_field_errors": [str(exc)]}) from exc
+        attrs["spec"] = _catalog_spec(model_from_dict, record)
         return attrs
 
     def save(self, **kwargs: Any) -> LLMModel:
