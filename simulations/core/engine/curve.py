@@ -37,6 +37,10 @@ MIN_SPAN = 32
 #: from dense prefix sums.
 DENSE_AFTER_TABLES = 6
 
+#: Interior points checked before a range is accepted as one affine piece.
+PROBES = 24
+_PROBE_FRACTIONS = tuple(((i + 1) * 0.6180339887498949) % 1.0 for i in range(PROBES))
+
 StepFn = Callable[[int, int], tuple[float, float]]
 
 
@@ -142,7 +146,12 @@ class DecodeCurve:
         if span < MIN_SPAN:
             probes: tuple[int, ...] | range = range(lo + 1, hi)
         else:
-            probes = (lo + span // 2, lo + (span * 3) // 8, lo + (span * 5) // 7)
+            # The neighbours of both ends pin the slopes there: for a convex cost (a sum of
+            # roofline maxima) end slopes equal to the chord's already force it affine. Costs
+            # need not be convex (tile staircases, regime-dependent power), so interior points
+            # spread at irregular (golden-ratio) fractions of the span catch jumps and dips
+            # wider than about span / PROBES without aliasing with periodic staircases.
+            probes = (lo + 1, hi - 1, *(lo + 1 + int(f * (span - 2)) for f in _PROBE_FRACTIONS))
         if all(self._fits(batch, a_s, b_s, a_j, b_j, k) for k in probes):
             p = _Piece(lo, hi)
             p.a_s, p.b_s, p.a_j, p.b_j = a_s, b_s, a_j, b_j
@@ -157,8 +166,11 @@ class DecodeCurve:
         sr = s1 - self._val(batch, hi - 1)[0]
         if sr > sl:
             x = (s1 - s0 - sr * hi + sl * lo) / (sl - sr)
-            if math.isfinite(x):
-                cut = min(max(math.floor(x), lo), hi - 1)
+            # A tangent crossing hard against an end is no convex kink to cut at (a jump, a
+            # dip): cutting there would shave one token per level and recurse span-deep.
+            margin = span // 16
+            if math.isfinite(x) and lo + margin <= math.floor(x) <= hi - 1 - margin:
+                cut = math.floor(x)
         if cut < 0:
             # Not a convex kink: a rough stretch, counted towards dense mode.
             self._tables[batch] = self._tables.get(batch, 0) + 1
@@ -171,7 +183,7 @@ class DecodeCurve:
             return False
         old = piece.hi
         span = hi - old
-        probes = (hi, old + max(1, span // 2), old + max(1, (span * 2) // 7))
+        probes = (hi, hi - 1, *(old + 1 + int(f * max(span - 1, 0)) for f in _PROBE_FRACTIONS))
         if all(self._fits(batch, piece.a_s, piece.b_s, piece.a_j, piece.b_j, k) for k in probes):
             piece.hi = hi
             return True

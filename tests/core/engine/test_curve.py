@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulations.core.engine.curve import DecodeCurve
+from simulations.core.engine.curve import PROBES, DecodeCurve
 
 
 def roofline(batch: int, kv: int) -> tuple[float, float]:
@@ -54,8 +54,9 @@ def test_an_affine_model_costs_a_handful_of_evaluations_however_long_the_run() -
     curve.run_cost(1, 100, 100_000)
     first = curve.evaluations
     curve.run_cost(1, 100, 1_000_000)
-    assert first <= 8
-    assert curve.evaluations - first <= 4
+    # Ends, their neighbours and the interior probes: a fixed number, not one per step.
+    assert first <= PROBES + 6
+    assert curve.evaluations - first <= PROBES + 4
 
 
 def test_learned_pieces_are_reused_by_later_runs() -> None:
@@ -101,7 +102,8 @@ def test_it_rejects_a_model_that_returns_a_bad_cost() -> None:
 def test_a_roofline_kink_is_found_with_a_few_evaluations() -> None:
     curve = DecodeCurve(roofline)
     curve.run_cost(1, 1, 60_000)
-    assert curve.evaluations <= 20
+    # One failed try of the whole range, then the two verified pieces either side of the kink.
+    assert curve.evaluations <= 3 * (PROBES + 4)
     assert not curve._is_dense(1)
 
 
