@@ -9,14 +9,33 @@ whose message was lost — lives here once.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
-from django.db import models, transaction
+from django.db import InterfaceError, OperationalError, models, transaction
 from django.db.models import Q
+from kombu.exceptions import OperationalError as BrokerOperationalError
+
+logger = logging.getLogger(__name__)
+
+#: Errors worth retrying: the database or the broker is (briefly) unreachable.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    OperationalError,
+    InterfaceError,
+    BrokerOperationalError,
+    ConnectionError,
+)
+try:  # redis-py's connection errors are not ConnectionError subclasses in every version.
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    TRANSIENT_ERRORS = (*TRANSIENT_ERRORS, RedisConnectionError, RedisTimeoutError)
+except ImportError:  # pragma: no cover - redis is a pinned dependency
+    pass
 
 
 def backoff(task: Any) -> float:
@@ -33,6 +52,30 @@ def soft_time_limit(task: Any) -> float:
     A message may carry its own limits (hard, soft); else the settings' soft limit.
     """
     return (task.request.timelimit or (None, None))[1] or settings.CELERY_TASK_SOFT_TIME_LIMIT
+
+
+def retry_or_give_up(
+    task: Any,
+    exc: BaseException,
+    *,
+    give_up: Callable[[str], Any],
+    release: Callable[[], Any],
+    what: str,
+) -> str:
+    """What a bound ``task`` holding a claim does after a transient error ``exc``.
+
+    Past its last retry: ``give_up`` with the error and return ``"failed"``. Else hand the
+    claim back with ``release`` (when that fails too, the reconciler will; ``what`` names
+    the job in that warning) and raise the retry, with backoff.
+    """
+    if task.request.retries >= task.max_retries:
+        give_up(f"infrastructure error: {exc}")
+        return "failed"
+    try:
+        release()
+    except TRANSIENT_ERRORS:
+        logger.warning("%s; the reconciler will", what)
+    raise task.retry(exc=exc, countdown=backoff(task)) from exc
 
 
 def stale_before(now: datetime) -> datetime:

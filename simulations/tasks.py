@@ -32,9 +32,8 @@ from typing import Any
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections
+from django.db import DatabaseError, close_old_connections
 from django.db import connection as db_connection
-from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from simulations import services
 from simulations.core.errors import (
@@ -43,24 +42,9 @@ from simulations.core.errors import (
     SpecError,
     UnknownPolicyError,
 )
-from simulations.jobs import backoff, soft_time_limit
+from simulations.jobs import TRANSIENT_ERRORS, backoff, soft_time_limit
 
 logger = logging.getLogger(__name__)
-
-#: Errors worth retrying: the database or the broker is (briefly) unreachable.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    OperationalError,
-    InterfaceError,
-    BrokerOperationalError,
-    ConnectionError,
-)
-try:  # redis-py's connection errors are not ConnectionError subclasses in every version.
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
-    TRANSIENT_ERRORS = (*TRANSIENT_ERRORS, RedisConnectionError, RedisTimeoutError)
-except ImportError:  # pragma: no cover - redis is a pinned dependency
-    pass
 
 #: Errors that describe the scenario, not the infrastructure: fail the run, never retry.
 DOMAIN_ERRORS = (SpecError, CapacityError, UnknownPolicyError, ScenarioValidationError)

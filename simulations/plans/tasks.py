@@ -33,7 +33,7 @@ from simulations.core.planner import Evaluation, PlanSpec, Search, evaluate_conf
 from simulations.core.planner.report import build_report
 from simulations.core.planner.sensitivity import load_sensitivity
 from simulations.core.planner.space import config_from_dict, config_to_dict
-from simulations.jobs import backoff, soft_time_limit
+from simulations.jobs import backoff, retry_or_give_up, soft_time_limit
 from simulations.plans import services
 from simulations.plans.models import Plan
 from simulations.tasks import (
@@ -201,14 +201,13 @@ def advance_plan(self: Any, plan_id: int) -> str:
         services.stage_fail(claim, f"the {claim.stage} stage exceeded the time limit of {limit} s")
         return "failed"
     except TRANSIENT_ERRORS as exc:
-        if self.request.retries >= self.max_retries:
-            services.stage_fail(claim, f"infrastructure error: {exc}")
-            return "failed"
-        try:
-            services.stage_release(claim)
-        except TRANSIENT_ERRORS:
-            logger.warning("plan %s: could not release the stage; the reconciler will", plan_id)
-        raise self.retry(exc=exc, countdown=backoff(self)) from exc
+        return retry_or_give_up(
+            self,
+            exc,
+            give_up=lambda error: services.stage_fail(claim, error),
+            release=lambda: services.stage_release(claim),
+            what=f"plan {plan_id}: could not release the stage",
+        )
     except Exception as exc:
         # A bug, not bad input: retrying a deterministic search would fail the same way.
         logger.exception("plan %s: internal error", plan_id)
@@ -281,14 +280,13 @@ def run_plan_chunk(self: Any, chunk_id: int) -> str:
         services.chunk_give_up(claim, f"the chunk exceeded the time limit of {limit} s")
         return "timed out"
     except TRANSIENT_ERRORS as exc:
-        if self.request.retries >= self.max_retries:
-            services.chunk_give_up(claim, f"infrastructure error: {exc}")
-            return "failed"
-        try:
-            services.chunk_release(claim)
-        except TRANSIENT_ERRORS:
-            logger.warning("plan chunk %s: could not release; the reconciler will", chunk_id)
-        raise self.retry(exc=exc, countdown=backoff(self)) from exc
+        return retry_or_give_up(
+            self,
+            exc,
+            give_up=lambda error: services.chunk_give_up(claim, error),
+            release=lambda: services.chunk_release(claim),
+            what=f"plan chunk {chunk_id}: could not release",
+        )
     finally:
         beat.stop()
 

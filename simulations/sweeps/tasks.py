@@ -21,7 +21,7 @@ from django.db import close_old_connections
 
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.core import scenario as scenario_rules
-from simulations.jobs import backoff, soft_time_limit
+from simulations.jobs import backoff, retry_or_give_up, soft_time_limit
 from simulations.sweeps import services
 from simulations.sweeps.expand import configuration_document, configuration_parameters
 from simulations.sweeps.models import ChunkStatus, Sweep, SweepChunk
@@ -130,14 +130,13 @@ def run_sweep_chunk(self: Any, chunk_id: int) -> str:
         services.chunk_give_up(claim, f"the chunk exceeded the time limit of {limit} s")
         return "timed out"
     except TRANSIENT_ERRORS as exc:
-        if self.request.retries >= self.max_retries:
-            services.chunk_give_up(claim, f"infrastructure error: {exc}")
-            return "failed"
-        try:
-            _release(claim)
-        except TRANSIENT_ERRORS:
-            logger.warning("chunk %s: could not release; the reconciler will", chunk_id)
-        raise self.retry(exc=exc, countdown=backoff(self)) from exc
+        return retry_or_give_up(
+            self,
+            exc,
+            give_up=lambda error: services.chunk_give_up(claim, error),
+            release=lambda: _release(claim),
+            what=f"chunk {chunk_id}: could not release",
+        )
     finally:
         beat.stop()
 
