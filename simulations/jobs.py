@@ -38,6 +38,35 @@ except ImportError:  # pragma: no cover - redis is a pinned dependency
     pass
 
 
+#: How often a task retries a transient error before Celery gives the delivery up.
+MAX_RETRIES = 5
+
+#: Celery options every job task shares (issue 8): acknowledged after the work, redelivered
+#: when the worker process dies, bounded retries, outcomes kept in the database rather than
+#: a result backend.
+JOB_TASK_OPTIONS: dict[str, Any] = {
+    "bind": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "ignore_result": True,
+    "max_retries": MAX_RETRIES,
+}
+#: The soft < hard time limits of the tasks that simulate (the soft one lets the task record
+#: a failure before the hard one kills the process).
+TIME_LIMITS: dict[str, Any] = {
+    "soft_time_limit": settings.CELERY_TASK_SOFT_TIME_LIMIT,
+    "time_limit": settings.CELERY_TASK_TIME_LIMIT,
+}
+
+
+def claim_or_retry(task: Any, claim: Callable[..., Any], job_id: int, worker: str) -> Any:
+    """``claim(job_id, worker=worker)``, retrying the delivery on a transient error."""
+    try:
+        return claim(job_id, worker=worker)
+    except TRANSIENT_ERRORS as exc:
+        raise task.retry(exc=exc, countdown=backoff(task)) from exc
+
+
 def backoff(task: Any) -> float:
     """Seconds before the next retry of a bound ``task``: exponential in its retries, with
     full jitter, at most a minute."""

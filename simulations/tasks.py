@@ -42,14 +42,18 @@ from simulations.core.errors import (
     SpecError,
     UnknownPolicyError,
 )
-from simulations.jobs import TRANSIENT_ERRORS, backoff, soft_time_limit
+from simulations.jobs import (
+    JOB_TASK_OPTIONS,
+    TIME_LIMITS,
+    TRANSIENT_ERRORS,
+    backoff,
+    soft_time_limit,
+)
 
 logger = logging.getLogger(__name__)
 
 #: Errors that describe the scenario, not the infrastructure: fail the run, never retry.
 DOMAIN_ERRORS = (SpecError, CapacityError, UnknownPolicyError, ScenarioValidationError)
-
-MAX_RETRIES = 5
 
 
 class RunAbandonedError(Exception):
@@ -133,15 +137,7 @@ def _simulate(claim: services.Claim) -> dict[str, Any]:
         beat.stop()
 
 
-@shared_task(
-    bind=True,
-    name="simulations.run_simulation",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
-    time_limit=settings.CELERY_TASK_TIME_LIMIT,
-    max_retries=MAX_RETRIES,
-)
+@shared_task(name="simulations.run_simulation", **JOB_TASK_OPTIONS, **TIME_LIMITS)
 def run_simulation(self: Any, run_id: int, resume_attempt: int | None = None) -> str:
     """Claim run ``run_id``, simulate it and store the outcome exactly once."""
 

@@ -33,12 +33,17 @@ from simulations.core.planner import Evaluation, PlanSpec, Search, evaluate_conf
 from simulations.core.planner.report import build_report
 from simulations.core.planner.sensitivity import load_sensitivity
 from simulations.core.planner.space import config_from_dict, config_to_dict
-from simulations.jobs import backoff, retry_or_give_up, soft_time_limit
+from simulations.jobs import (
+    JOB_TASK_OPTIONS,
+    TIME_LIMITS,
+    claim_or_retry,
+    retry_or_give_up,
+    soft_time_limit,
+)
 from simulations.plans import services
 from simulations.plans.models import Plan
 from simulations.tasks import (
     DOMAIN_ERRORS,
-    MAX_RETRIES,
     TRANSIENT_ERRORS,
     Heartbeat,
     RunAbandonedError,
@@ -167,23 +172,11 @@ def _advance(claim: services.StageClaim, beat: StageHeartbeat) -> str:
     return "succeeded" if services.stage_finish(claim, report, counts) else "abandoned"
 
 
-@shared_task(
-    bind=True,
-    name="simulations.advance_plan",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    ignore_result=True,
-    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
-    time_limit=settings.CELERY_TASK_TIME_LIMIT,
-    max_retries=MAX_RETRIES,
-)
+@shared_task(name="simulations.advance_plan", **JOB_TASK_OPTIONS, **TIME_LIMITS)
 def advance_plan(self: Any, plan_id: int) -> str:
     """Claim the plan's screen or decide stage and move the search on (see the module)."""
     close_old_connections()
-    try:
-        claim = services.stage_claim(plan_id, worker=worker_id())
-    except TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=backoff(self)) from exc
+    claim = claim_or_retry(self, services.stage_claim, plan_id, worker_id())
     if claim is None:
         return "not claimed"
     beat = StageHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
@@ -249,23 +242,11 @@ def _confirm(claim: services.ChunkClaim, beat: ChunkHeartbeat) -> str:
     return "done"
 
 
-@shared_task(
-    bind=True,
-    name="simulations.run_plan_chunk",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    ignore_result=True,
-    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
-    time_limit=settings.CELERY_TASK_TIME_LIMIT,
-    max_retries=MAX_RETRIES,
-)
+@shared_task(name="simulations.run_plan_chunk", **JOB_TASK_OPTIONS, **TIME_LIMITS)
 def run_plan_chunk(self: Any, chunk_id: int) -> str:
     """Claim a confirmation chunk, simulate its configurations and record each once."""
     close_old_connections()
-    try:
-        claim = services.chunk_claim(chunk_id, worker=worker_id())
-    except TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=backoff(self)) from exc
+    claim = claim_or_retry(self, services.chunk_claim, chunk_id, worker_id())
     if claim is None:
         return "not claimed"
     beat = ChunkHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)

@@ -21,13 +21,19 @@ from django.db import close_old_connections
 
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.core import scenario as scenario_rules
-from simulations.jobs import backoff, retry_or_give_up, soft_time_limit
+from simulations.jobs import (
+    JOB_TASK_OPTIONS,
+    TIME_LIMITS,
+    backoff,
+    claim_or_retry,
+    retry_or_give_up,
+    soft_time_limit,
+)
 from simulations.sweeps import services
 from simulations.sweeps.expand import configuration_document, configuration_parameters
 from simulations.sweeps.models import ChunkStatus, Sweep, SweepChunk
 from simulations.tasks import (
     DOMAIN_ERRORS,
-    MAX_RETRIES,
     TRANSIENT_ERRORS,
     Heartbeat,
     _describe,
@@ -103,22 +109,11 @@ def _compute_chunk(claim: services.ChunkClaim, beat: ChunkHeartbeat) -> str:
     return "done"
 
 
-@shared_task(
-    bind=True,
-    name="simulations.run_sweep_chunk",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
-    time_limit=settings.CELERY_TASK_TIME_LIMIT,
-    max_retries=MAX_RETRIES,
-)
+@shared_task(name="simulations.run_sweep_chunk", **JOB_TASK_OPTIONS, **TIME_LIMITS)
 def run_sweep_chunk(self: Any, chunk_id: int) -> str:
     """Claim a chunk of a sweep, simulate its configurations and record each exactly once."""
     close_old_connections()
-    try:
-        claim = services.chunk_claim(chunk_id, worker=worker_id())
-    except TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=backoff(self)) from exc
+    claim = claim_or_retry(self, services.chunk_claim, chunk_id, worker_id())
     if claim is None:
         return "not claimed"
     beat = ChunkHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
@@ -141,13 +136,7 @@ def run_sweep_chunk(self: Any, chunk_id: int) -> str:
         beat.stop()
 
 
-@shared_task(
-    bind=True,
-    name="simulations.finalise_sweep",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    max_retries=MAX_RETRIES,
-)
+@shared_task(name="simulations.finalise_sweep", **JOB_TASK_OPTIONS)
 def finalise_sweep(self: Any, sweep_id: int) -> bool:
     """Write the summary of a fully recorded sweep and mark it finished (once)."""
     close_old_connections()
