@@ -7,6 +7,7 @@ import pytest
 
 from simulations.core.devices.gpu import GpuModel
 from simulations.core.policies.heterollm import Decider, HeteroSoc
+from simulations.core.policies.heterollm.plan import KernelRun, sibling_units
 from simulations.core.spec import ModelSpec
 
 MISALIGNED = (7, 45, 100, 135, 200, 300, 525, 600, 777, 1000, 1100)
@@ -192,3 +193,31 @@ def test_times_follow_the_device_models(soc: HeteroSoc, llama8b: ModelSpec) -> N
         Decider(slow, llama8b, "gpu-only").prefill(256).seconds
         == Decider(soc, llama8b, "gpu-only").prefill(256).seconds
     )
+
+
+def _kernel(name: str, kind: str, procs: str) -> KernelRun:
+    return KernelRun(name, kind, 1, procs, 1e-3, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def test_sibling_matmuls_form_one_unit_with_their_backends_union() -> None:
+    layer = [
+        _kernel("attn_norm", "norm", "gpu"),
+        _kernel("q_proj", "gemm", "npu"),
+        _kernel("k_proj", "gemm", "gpu"),
+        _kernel("v_proj", "gemm", "gpu"),
+        _kernel("rope", "rope", "gpu"),
+        _kernel("o_proj", "gemm", "npu"),
+        _kernel("attn_residual", "elementwise", "gpu"),
+    ]
+    assert sibling_units(layer) == ["gpu", "gpu+npu", "gpu", "npu", "gpu"]
+
+
+def test_sibling_matmuls_hand_nothing_over_between_them(soc: HeteroSoc, llama8b: ModelSpec) -> None:
+    # q/k/v read one input and gate/up another (§4.1.1: a sync makes a kernel's inputs
+    # available), so a layer whose seven Matmuls are all split forks and joins at its four
+    # Matmul groups only: 8 hand-overs a layer, plus the LM head's fork after the final norm
+    run = Decider(soc, llama8b, "hetero-tensor", fast_sync=False).prefill(256)
+    gemms = [k for k in run.kernels if k.kind == "gemm"]
+    assert all(k.procs == "gpu+npu" for k in gemms)
+    assert run.syncs == 8 * llama8b.n_layers + 1
+    assert run.sync_s == pytest.approx(run.syncs * soc.sync.conventional_s())

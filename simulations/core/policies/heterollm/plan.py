@@ -33,7 +33,10 @@ kernel to an empty queue when a GPU kernel waits for the NPU in the NPU-dominant
 and nothing in the GPU-dominant decode, where the next GPU kernel is already queued behind
 the GPU's share of the partitioned kernel (:class:`~simulations.core.memory.UnifiedMemorySync`).
 Boundaries are counted fork-join: a partitioned kernel joins both processors before the next
-kernel starts (Fig. 11: the next GPU kernel is submitted once the NPU part has finished).
+kernel that reads its output starts (Fig. 11: the next GPU kernel is submitted once the NPU
+part has finished). Sibling Matmuls that read one input and feed none of each other
+(``q/k/v_proj``, ``gate/up_proj``) form one unit with no boundary inside it
+(:func:`sibling_units`, §4.1.1 / §4.3: synchronisation makes a kernel's inputs available).
 
 The solver's ``T_sync + T_copy`` for a kernel is the cost of the two boundaries of a kernel
 that uses the NPU between two GPU kernels, under the synchronisation the plan is made for
@@ -361,12 +364,13 @@ class Decider:
                 runs.append(self._gpu_run(t, op.kind.value, op.bytes))
         pre, layer, post = runs[:1], runs[1:-2], runs[-2:]
         n_layers = g.n_layers
+        units = sibling_units(layer)
         bounds: list[tuple[str, str, int]] = []
-        bounds.append((pre[-1].procs, layer[0].procs, 1))
-        for ka, kb in pairwise(layer):
-            bounds.append((ka.procs, kb.procs, n_layers))
-        bounds.append((layer[-1].procs, layer[0].procs, n_layers - 1))
-        bounds.append((layer[-1].procs, post[0].procs, 1))
+        bounds.append((pre[-1].procs, units[0], 1))
+        for ua, ub in pairwise(units):
+            bounds.append((ua, ub, n_layers))
+        bounds.append((units[-1], units[0], n_layers - 1))
+        bounds.append((units[-1], post[0].procs, 1))
         bounds.append((post[0].procs, post[1].procs, 1))
         sync_s = 0.0
         syncs = 0
@@ -405,6 +409,36 @@ class Decider:
             flops=g.flops,
             kernels=tuple(runs),
         )
+
+
+def _union(a: str, b: str) -> str:
+    procs = {p for x in (a, b) for p in x.split("+")}
+    return BOTH if procs == {GPU, NPU} else procs.pop()
+
+
+def sibling_units(kernels: Sequence[KernelRun]) -> list[str]:
+    """The backends of a layer's kernels with each run of adjacent Matmuls merged into one
+    unit (its backends' union).
+
+    Adjacent Matmuls of the core's graph are siblings that read one input and feed none of
+    each other (``q_proj, k_proj, v_proj`` after ``attn_norm``; ``gate_proj, up_proj``
+    after ``ffn_norm``, :mod:`simulations.core.graph`): a norm, attention or activation
+    kernel sits between every producing and consuming Matmul. HeteroLLM synchronises to
+    make a kernel's *inputs* available (§4.1.1: "to ensure that all activations … are
+    available before the next layer begins") when adjacent kernels sit on different
+    backends (§4.3), so siblings hand nothing over between them: the group forks once from
+    its producer and joins once before its consumer, whichever sibling is split.
+    """
+    units: list[str] = []
+    prev_gemm = False
+    for k in kernels:
+        gemm = k.kind == OpKind.GEMM.value
+        if gemm and prev_gemm:
+            units[-1] = _union(units[-1], k.procs)
+        else:
+            units.append(k.procs)
+        prev_gemm = gemm
+    return units
 
 
 def prefill_tok_s(decider: Decider, seq: int) -> float:
