@@ -200,9 +200,18 @@ class Side:
 
     # --- kernel times (vectorised over numpy arrays of sizes) -----------------------------
 
-    def gemm_s(self, m: int, k: ArrayLike, n: ArrayLike, *, act_bytes: float = 1.0) -> FloatArray:
-        """Seconds for an INT8 GEMM of ``m`` activation rows, ``k`` inputs and ``n`` output
-        columns on this side (0 where ``n`` is 0). Batch 1 runs on the MV unit."""
+    def gemm_s(
+        self,
+        m: int,
+        k: ArrayLike,
+        n: ArrayLike,
+        *,
+        act_bytes: float = 1.0,
+        weight_bytes: float = 1.0,
+    ) -> FloatArray:
+        """Seconds for a GEMM of ``m`` activation rows, ``k`` inputs and ``n`` output columns
+        on this side (0 where ``n`` is 0), its weights ``weight_bytes`` wide (1: INT8, §5.1).
+        Batch 1 runs on the MV unit."""
         k_arr = np.asarray(k, dtype=np.float64)
         n_arr = np.asarray(n, dtype=np.float64)
         a = self.accel
@@ -217,7 +226,7 @@ class Side:
             per_tile = max(m, a.mm_rows)
             cycles = np.ceil(tiles / units) * per_tile + a.mm_rows + a.mm_cols
         compute = cycles * a.cycle_s
-        nbytes = k_arr * n_arr + act_bytes * m * (k_arr + n_arr)
+        nbytes = weight_bytes * k_arr * n_arr + act_bytes * m * (k_arr + n_arr)
         mem = self.mem_s(nbytes)
         out = np.maximum(compute, mem) + self.latency_s
         return np.where(n_arr > 0, out, 0.0)

@@ -19,6 +19,7 @@ from simulations.core.policies.h2m2.mapping import (
     greedy_mapping,
     major_mapping,
     oracle_mapping,
+    peak_times,
     run_system,
     sublayer_mapping,
 )
@@ -241,6 +242,32 @@ def test_gqa_shrinks_the_kv_footprint_by_the_group_size():
     full = MappingTables(gqa, HW, point).raw_bytes["attn"][0][gqa.units]
     full_mha = MappingTables(mha, HW, point).raw_bytes["attn"][0][mha.units]
     assert full_mha == pytest.approx(8 * full)
+
+
+@pytest.mark.parametrize("slug", ["gpt3-175b", "llama2-70b"])
+def test_the_peak_execution_model_treats_both_sides_alike(slug: str):
+    """On a board whose two sides are the same memory, n units on one side cost what n units
+    on the other do: Algorithm 1's model has no side-specific terms. A slow memory keeps
+    every kernel memory-bound, so every byte the model counts shows."""
+    s = shapes(slug)
+    slow = dataclasses.replace(HW.lpddr, bw_gbps=50.0)
+    twin = H2M2Hardware(slow, slow, HW.link_gbps)
+    for name, (th, tl) in peak_times(s, twin, Point(32, 1024.0)).items():
+        assert th == pytest.approx(tl[::-1], rel=1e-12), name
+
+
+def test_hierarchical_migrates_the_gqa_shrunk_kv_cache():
+    gqa = shapes("llama2-70b")
+    mha = dataclasses.replace(gqa, n_kv_heads=gqa.n_heads)
+    point = Point(128, 4096.0)
+    moved = run_system(gqa, HW, point, "hierarchical").bytes_link
+    moved_mha = run_system(mha, HW, point, "hierarchical").bytes_link
+    # every byte of the footprint crosses once: MHA adds 7/8 of the KV cache and its K/V
+    # weights, nothing else
+    kv = gqa.n_layers * point.kv_tokens * gqa.kv_bytes_per_token_layer()
+    extra = mha.total_bytes(point.kv_tokens) - gqa.total_bytes(point.kv_tokens)
+    assert moved_mha - moved == pytest.approx(extra, rel=1e-3)
+    assert extra > 7 * kv
 
 
 def test_a_split_kv_group_keeps_its_kv_head_on_both_sides():

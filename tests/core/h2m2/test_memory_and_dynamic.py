@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -107,6 +108,22 @@ def test_migration_bytes_are_the_moved_heads_data():
     assert migration_bytes(tab.raw_bytes, Mapping(1, 2, 3), Mapping(1, 2, 3)) == 0
 
 
+def test_migration_copies_a_split_kv_group_to_the_side_that_gains_it():
+    """GQA: query heads 52-55 leaving HBM split KV head 6, which HBM keeps (heads 48-51 still
+    read it) and LPDDR must receive whole: the HBM side's footprint does not change, yet one
+    KV head's cache crosses the interconnect."""
+    s = LayerShapes.of(paper_model("llama2-70b"))
+    from simulations.core.policies.h2m2.evaluate import MappingTables
+
+    point = Point(128, 4096.0)
+    tab = MappingTables(s, H2M2Hardware.table1(), point)
+    one_kv_head = s.n_layers * 2 * point.kv_tokens * s.head_dim * s.kv_bytes
+    moved = migration_bytes(tab.raw_bytes, Mapping(32, 56, 16), Mapping(32, 52, 16))
+    assert moved == pytest.approx(one_kv_head)
+    # and back: HBM already holds KV head 6, LPDDR just frees its copy
+    assert migration_bytes(tab.raw_bytes, Mapping(32, 52, 16), Mapping(32, 56, 16)) == 0
+
+
 @pytest.mark.parametrize(("footprint", "capacity"), [(50, 64), (64, 64), (65, 64), (200, 64)])
 def test_lru_hit_fraction_matches_a_simulated_cyclic_scan(footprint: int, capacity: int):
     cycles = 30
@@ -143,6 +160,28 @@ def test_small_batch_gemm_is_bound_by_shifting_weights_into_the_array():
     assert float(fast.gemm_s(128, 12288, 12288)) == pytest.approx(t32, rel=0.05)
     weights_per_s = 12288 * 12288 / t32
     assert weights_per_s == pytest.approx(AcceleratorConfig().mm_weight_bytes_per_s, rel=0.01)
+
+
+def test_a_gemm_streams_its_weights_at_their_width():
+    lp = Side(MemoryKind.LPDDR, 512, 544.0)
+    # batch 1 on the MV unit is bound by LPDDR: 16-bit weights take twice as long
+    int8 = float(lp.gemm_s(1, 12288, 12288))
+    fp16 = float(lp.gemm_s(1, 12288, 12288, weight_bytes=2.0))
+    assert int8 == pytest.approx(12288 * 12288 / 544e9, rel=0.01)
+    assert fp16 == pytest.approx(2 * int8, rel=0.01)
+
+
+def test_16_bit_weights_slow_the_memory_bound_baseline_by_their_bytes():
+    s8 = LayerShapes.of(paper_model("chinchilla-70b"))
+    s16 = dataclasses.replace(s8, w_bytes=2.0)
+    hw = H2M2Hardware.table1()
+    from simulations.core.policies.h2m2.mapping import run_system
+
+    point = Point(1, 128.0)
+    t8 = run_system(s8, hw, point, "lpddr-only").seconds
+    t16 = run_system(s16, hw, point, "lpddr-only").seconds
+    weights = s8.n_layers * s8.weight_bytes_per_layer
+    assert t16 - t8 == pytest.approx(weights / 544e9, rel=0.05)
 
 
 def test_attention_is_bandwidth_bound_on_lpddr():

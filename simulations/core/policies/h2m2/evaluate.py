@@ -182,9 +182,9 @@ class MappingTables:
         ln = float(B * D)
         qkv = _Kernel(
             hbm.vector_s(ln * on_h, ln * a * on_h, passes=2)
-            + hbm.gemm_s(B, D, cols_h, act_bytes=a),
+            + hbm.gemm_s(B, D, cols_h, act_bytes=a, weight_bytes=w),
             lpddr.vector_s(ln * on_l, ln * a * on_l, passes=2)
-            + lpddr.gemm_s(B, D, cols_l, act_bytes=a),
+            + lpddr.gemm_s(B, D, cols_l, act_bytes=a, weight_bytes=w),
             (D * cols_h * w + B * a * (2 * D + cols_h)) * on_h,
             (D * cols_l * w + B * a * (2 * D + cols_l)) * on_l,
             bar,
@@ -214,8 +214,8 @@ class MappingTables:
         d_l = D - d_h
         m = s.up_mult
         proj = _Kernel(
-            hbm.gemm_s(B, qw, p_h, act_bytes=a),
-            lpddr.gemm_s(B, qw, p_l, act_bytes=a),
+            hbm.gemm_s(B, qw, p_h, act_bytes=a, weight_bytes=w),
+            lpddr.gemm_s(B, qw, p_l, act_bytes=a, weight_bytes=w),
             (qw * p_h * w + B * a * (qw + p_h)) * on_h,
             (qw * p_l * w + B * a * (qw + p_l)) * on_l,
             self._exchange(B * a * p_h * on_l, B * a * p_l * on_h),
@@ -223,10 +223,10 @@ class MappingTables:
         )
         up = _Kernel(
             hbm.vector_s(ln * 3 * on_h, 2 * ln * a * on_h)
-            + hbm.gemm_s(B, D, m * u_h, act_bytes=a)
+            + hbm.gemm_s(B, D, m * u_h, act_bytes=a, weight_bytes=w)
             + hbm.vector_s(B * u_h * m, 0.0 * u_h),
             lpddr.vector_s(ln * 3 * on_l, 2 * ln * a * on_l)
-            + lpddr.gemm_s(B, D, m * u_l, act_bytes=a)
+            + lpddr.gemm_s(B, D, m * u_l, act_bytes=a, weight_bytes=w)
             + lpddr.vector_s(B * u_l * m, 0.0 * u_l),
             (D * m * u_h * w + B * a * (3 * D + m * u_h)) * on_h,
             (D * m * u_l * w + B * a * (3 * D + m * u_l)) * on_l,
@@ -234,8 +234,8 @@ class MappingTables:
             B * a * (u_h * on_l + u_l * on_h),
         )
         down = _Kernel(
-            hbm.gemm_s(B, F, d_h, act_bytes=a),
-            lpddr.gemm_s(B, F, d_l, act_bytes=a),
+            hbm.gemm_s(B, F, d_h, act_bytes=a, weight_bytes=w),
+            lpddr.gemm_s(B, F, d_l, act_bytes=a, weight_bytes=w),
             (F * d_h * w + B * a * (F + d_h)) * on_h,
             (F * d_l * w + B * a * (F + d_l)) * on_l,
             bar,

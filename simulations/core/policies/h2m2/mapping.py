@@ -90,7 +90,10 @@ def peak_times(shapes: LayerShapes, hw: H2M2Hardware, point: Point) -> dict[str,
     kvt = point.kv_tokens
     work = {
         # (ops, bytes) per side; GEMMs on the MM peak, attention on the MV peak
-        "qkv": ((2.0 * B * D * c_h, D * c_h * w + B * a * c_h), (2.0 * B * D * c_l, D * c_l * w)),
+        "qkv": (
+            (2.0 * B * D * c_h, D * c_h * w + B * a * (D + c_h)),
+            (2.0 * B * D * c_l, D * c_l * w + B * a * (D + c_l)),
+        ),
         "attn": (
             (4.0 * n * kvt * H, 2.0 * kvt * H * kv_h * s.kv_bytes),
             (4.0 * (N - n) * kvt * H, 2.0 * kvt * H * kv_l * s.kv_bytes),

@@ -181,16 +181,19 @@ def eq2_fragmentation(
 
 
 def migration_bytes(raw: Footprint, old: Mapping, new: Mapping) -> float:
-    """Bytes that change sides when the mapping goes from ``old`` to ``new`` (the HBM-side
-    footprint difference of each sublayer, all layers)."""
+    """Bytes copied over the interconnect when the mapping goes from ``old`` to ``new``: what
+    each side's footprint of each sublayer gains (all layers). A side that only shrinks
+    frees pages and receives nothing. With MHA one side's gain is the other's loss; with GQA
+    a KV group split across the sides is held by both (:mod:`.kernels`), so moving one query
+    head can copy a whole KV head to one side while the other keeps its copy."""
     total = 0.0
     for name, a, b in (
         ("qkv", old.n_qkv, new.n_qkv),
         ("attn", old.n_attn, new.n_attn),
         ("fc", old.n_fc, new.n_fc),
     ):
-        h = raw[name][0]
-        total += abs(float(h[b]) - float(h[a]))
+        for side in raw[name]:
+            total += max(0.0, float(side[b]) - float(side[a]))
     return total
 
 
