@@ -102,6 +102,22 @@ def test_a_bad_plan_is_refused_by_json_path_and_stores_nothing(
     assert not Plan.objects.exists()
 
 
+def test_a_quoted_device_price_is_accepted_and_a_bad_or_missing_one_named_by_path(
+    alice: APIClient, catalog: Any
+) -> None:
+    doc = small_doc()
+    doc["space"]["devices"][1] = {"device": "t4", "max_count": 2, "price_usd": 2500}
+    accepted = submit(alice, doc)
+    assert accepted.status_code == 202, accepted.json()
+    assert Plan.objects.get().document["space"]["devices"][1]["price_usd"] == 2500
+    for price, words in (("lots", "number"), (-1, "positive"), (None, "required")):
+        doc["space"]["devices"][1]["price_usd"] = price
+        refused = submit(alice, doc)
+        assert refused.status_code == 400
+        assert words in " ".join(refused.json()["document"]["space.devices[1].price_usd"])
+    assert Plan.objects.count() == 1
+
+
 def test_the_quota_of_active_plans_per_user(alice: APIClient, catalog: Any, settings: Any) -> None:
     settings.HETPLANNER_MAX_ACTIVE_PLANS_PER_USER = 1
     assert submit(alice).status_code == 202

@@ -52,6 +52,8 @@ def test_a_finished_plan_shows_its_recommendation_and_pareto_front(
     )
     html = alice_client.get(f"/plans/{plan.pk}/").content.decode()
     assert result["recommendation"]["description"] in html
+    # Each device type's price is shown with where it came from.
+    assert "GLITCHES Table II (A100 cost $17,000)" in html
     pareto = figures(html)["pareto"]["data"]
     plotted = sum(len(t["x"]) for t in pareto if t["name"] != "Pareto front")
     assert plotted == len(result["evaluated"])

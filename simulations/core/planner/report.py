@@ -12,7 +12,8 @@ Shape (units in the key names; ``null`` where a figure does not exist)::
                       "complete"},
      "recommendation": {"key", "description", "system", "capex_usd", "metrics", "exact",
                         "binding", "reasons", "runner_up", "cheaper"} | null,
-     "per_device_type": [{"device", "runtime", "cheapest" | null, "exact", "why_none"}],
+     "per_device_type": [{"device", "runtime", "price_usd", "price_source",
+                          "cheapest" | null, "exact", "why_none"}],
      "pareto": {"capex_vs_throughput", "capex_vs_energy_per_token", "tolerance", "exact"},
      "sensitivity": {...} | null,
      "evaluated": [{"key", "description", "capex_usd", "feasible", "why", "metrics",
@@ -327,7 +328,12 @@ def build_report(search: Search, sensitivity: dict[str, Any] | None) -> dict[str
     for choice in plan.devices:
         e = choice.index
         using = [(c, ev) for c, ev in feas if e in c.config.entries()]
-        item: dict[str, Any] = {"device": choice.device.slug, "runtime": choice.runtime.slug}
+        item: dict[str, Any] = {
+            "device": choice.device.slug,
+            "runtime": choice.runtime.slug,
+            "price_usd": choice.price_usd,
+            "price_source": choice.price_source,
+        }
         if using:
             c, ev = using[0]
             item["cheapest"] = {**_entry(search, c.config, ev)}

@@ -10,7 +10,8 @@ A plan asks "what is the cheapest system that meets these latency targets?". Its
      "space": {
        "devices": [{"device": "a100-80gb", "max_count": 4},
                    {"device": "u280", "min_count": 1, "max_count": 8,
-                    "runtime": "flightllm-w4a8"}],
+                    "runtime": "flightllm-w4a8"},
+                   {"device": "t4", "max_count": 4, "price_usd": 2500}],
        "policies": [{"policy": "homogeneous", "options": {"max_batch": [1, 16]}},
                     {"policy": "glitches", "options": {"prefetch_ratio": [4]},
                      "devices": ["a100-80gb", "u280"]}]},
@@ -28,7 +29,10 @@ Meaning of the space: every policy entry is tried with every combination of its 
 values; each of the policy's device roles (``RoleSpec``) takes one device entry whose kind
 the role accepts (or none, for an optional role) with a count in ``[min_count,
 max_count]``. ``devices`` on a policy entry restricts which device entries it may use.
-Every searched device needs a catalog price: the planner minimises capital cost.
+The planner minimises capital cost, so every device entry needs a price: a device entry's
+``price_usd`` (the user's quote, USD per device, finite, in ``(0, MAX_PRICE_USD]``) is
+required when the catalog has none and overrides the catalog's when given; the result
+says where each price came from.
 """
 
 from __future__ import annotations
@@ -77,6 +81,9 @@ MAX_POLICY_ENTRIES = 16
 MAX_OPTION_VALUES = 16
 #: Largest count of one device entry in one role.
 MAX_COUNT = 256
+#: Largest price a plan document may quote for one device (USD): a bound against typos
+#: and overflow, well above any single accelerator or host.
+MAX_PRICE_USD = 1e8
 #: Configurations a space may describe (counted before anything is enumerated).
 MAX_CONFIGS = 200_000
 #: Engine confirmations one plan may run.
@@ -104,7 +111,7 @@ _TARGET_KEYS = (
     "min_throughput_tok_s",
 )
 _SPACE_KEYS = ("devices", "policies")
-_DEVICE_KEYS = ("device", "runtime", "min_count", "max_count")
+_DEVICE_KEYS = ("device", "runtime", "min_count", "max_count", "price_usd")
 _POLICY_KEYS = ("policy", "options", "devices")
 _CONSTRAINT_KEYS = ("max_capex_usd", "max_power_w", "max_devices_per_node", "max_nodes")
 _SEARCH_KEYS = (
@@ -188,12 +195,26 @@ class DeviceChoice:
     min_count: int
     max_count: int
     runtime_named: bool = False
+    #: The plan document's ``price_usd`` for this entry (the user's quote), if given.
+    quoted_price_usd: float | None = None
 
     @property
     def price_usd(self) -> float:
-        """The device's catalog price (validated present)."""
+        """The price per device: the plan document's quote when given, else the catalog's
+        (one of the two is validated present)."""
+        if self.quoted_price_usd is not None:
+            return float(self.quoted_price_usd)
         assert self.device.price_usd is not None
         return float(self.device.price_usd)
+
+    @property
+    def price_source(self) -> str:
+        """Where :attr:`price_usd` comes from: the plan document (the user's quote) or the
+        catalog record's cited source."""
+        if self.quoted_price_usd is not None:
+            return f"plan document (space.devices[{self.index}].price_usd)"
+        cited = self.device.sources.get("price_usd")
+        return f"catalog ({cited})" if cited else "catalog"
 
     @property
     def label(self) -> str:
@@ -378,11 +399,18 @@ def _device_entries(
         device = catalog.devices.get(slug) if slug is not None else None
         if slug is not None and device is None:
             errs.add(key_path(p, "device"), f"unknown device {slug!r}")
-        if device is not None and device.price_usd is None:
+        quoted: float | None = None
+        if obj.get("price_usd") is not None:
+            quoted = read_positive(
+                errs, key_path(p, "price_usd"), obj["price_usd"], maximum=MAX_PRICE_USD
+            )
+            if quoted is None:
+                device = None
+        elif device is not None and device.price_usd is None:
             errs.add(
-                key_path(p, "device"),
-                f"{slug!r} has no price in the catalog; the planner minimises capital cost, "
-                "so every searched device needs price_usd",
+                key_path(p, "price_usd"),
+                f"is required: the catalog has no price for {slug!r} and the planner "
+                "minimises capital cost; give your quote in USD per device",
             )
             device = None
         if device is not None and device.kind is DeviceKind.SOC:
@@ -428,7 +456,7 @@ def _device_entries(
             continue
         seen.add(pair)
         by_slug.setdefault(device.slug, []).append(len(out))
-        out.append(DeviceChoice(len(out), device, runtime, lo, hi, named))
+        out.append(DeviceChoice(len(out), device, runtime, lo, hi, named, quoted))
     return out, by_slug
 
 
@@ -612,6 +640,7 @@ def parse_plan(
 __all__ = [
     "MAX_CONFIGS",
     "MAX_PLAN_REQUESTS",
+    "MAX_PRICE_USD",
     "Constraints",
     "DeviceChoice",
     "PlanSpec",

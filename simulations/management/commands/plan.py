@@ -106,6 +106,16 @@ def render_table(doc: dict[str, Any]) -> str:
         for reason in rec["reasons"]:
             out += _wrap(reason, "  ", "  - ")
     out.append("")
+    out.append("Prices (USD per device):")
+    for item in doc["per_device_type"]:
+        if item.get("price_usd") is not None:
+            out += _wrap(
+                f"{item['device']}: {_money(item['price_usd'])} from "
+                f"{item.get('price_source', 'the catalog')}",
+                "    ",
+                "  ",
+            )
+    out.append("")
     out.append("Cheapest feasible system per device type:")
     for item in doc["per_device_type"]:
         c = item.get("cheapest")

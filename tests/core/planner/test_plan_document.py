@@ -46,7 +46,50 @@ def test_it_rejects_unknown_devices_and_devices_without_a_price() -> None:
     doc["space"]["devices"][1]["device"] = "vhk158"
     errs = _errors(doc)
     assert "unknown device" in errs["space.devices[0].device"][0]
-    assert "no price" in errs["space.devices[1].device"][0]
+    assert "no price" in errs["space.devices[1].price_usd"][0]
+
+
+def test_a_quoted_price_prices_a_device_the_catalog_has_no_price_for() -> None:
+    doc = small_doc()
+    doc["space"]["devices"][1] = {"device": "t4", "max_count": 2, "price_usd": 2500}
+    plan = parse(doc)
+    assert plan.devices[1].price_usd == 2500.0
+    assert plan.devices[1].price_source == "plan document (space.devices[1].price_usd)"
+    # A catalog price is cited with its source unless the document quotes another.
+    assert plan.devices[0].price_usd == 17000.0
+    assert "GLITCHES Table II" in plan.devices[0].price_source
+    doc["space"]["devices"][0]["price_usd"] = 15000
+    plan = parse(doc)
+    assert plan.devices[0].price_usd == 15000.0
+    assert plan.devices[0].price_source.startswith("plan document")
+
+
+@pytest.mark.parametrize(
+    ("price", "words"),
+    [
+        (0, "positive"),
+        (-5, "positive"),
+        (float("inf"), "finite"),
+        (float("nan"), "finite"),
+        ("3000", "number"),
+        (True, "number"),
+        (plan_spec.MAX_PRICE_USD * 2, "at most"),
+    ],
+)
+def test_a_quoted_price_must_be_a_finite_bounded_positive_number(price: Any, words: str) -> None:
+    doc = small_doc()
+    doc["space"]["devices"][0]["price_usd"] = price
+    assert words in _errors(doc)["space.devices[0].price_usd"][0]
+
+
+def test_the_capex_of_a_configuration_uses_the_quoted_prices() -> None:
+    from simulations.core.planner.space import enumerate_space
+
+    doc = small_doc()
+    doc["space"]["devices"] = [{"device": "t4", "min_count": 2, "max_count": 2, "price_usd": 2100}]
+    doc["space"]["policies"] = [{"policy": "homogeneous", "options": {"max_batch": [1]}}]
+    space = enumerate_space(parse(doc))
+    assert [float(c) for g in space.groups for c in g.capex_usd] == [4200.0]
 
 
 def test_it_checks_counts_and_runtime_kinds() -> None:
