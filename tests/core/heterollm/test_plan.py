@@ -221,3 +221,13 @@ def test_sibling_matmuls_hand_nothing_over_between_them(soc: HeteroSoc, llama8b:
     assert all(k.procs == "gpu+npu" for k in gemms)
     assert run.syncs == 8 * llama8b.n_layers + 1
     assert run.sync_s == pytest.approx(run.syncs * soc.sync.conventional_s())
+
+
+def test_pipe_is_never_slower_than_padding(soc: HeteroSoc, llama8b: ModelSpec) -> None:
+    # Pipe chooses its standard sizes dynamically (§5.2.2); one padded graph is among its
+    # choices, and at 1000 tokens a six-graph cut re-streams the weights for no less padding
+    pipe = Decider(soc, llama8b, "npu-only", static_graphs="pipe")
+    pad = Decider(soc, llama8b, "npu-only", static_graphs="padding")
+    for s in MISALIGNED:
+        assert pipe.prefill(s).seconds <= pad.prefill(s).seconds * (1 + 1e-12), s
+    assert pipe.prefill(135).seconds < pad.prefill(135).seconds

@@ -39,7 +39,7 @@ its output back (:mod:`.plan`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -176,11 +176,24 @@ class PartitionSolver:
         """Prepared graphs for ``tokens`` by multi-sequence-length cutting on the NPU alone:
         prepared shapes largest first, the margin padded to the smallest shape holding it
         (§5.2.2 "Pipe")."""
-        shapes, margin = self.soc.npu.cut_plan(tokens)
-        if margin:
-            fit = self.soc.npu.static_shape_at_least(margin)
-            shapes = (*shapes, fit if fit is not None else self.soc.npu.static_shapes[-1])
-        return shapes
+        return self.pipe_plans(tokens)[-1]
+
+    def pipe_plans(self, tokens: int) -> list[tuple[int, ...]]:
+        """The graph sequences "Pipe" chooses among (§5.2.2: it "chooses different standard
+        sizes dynamically"): the first ``j`` shapes of the largest-first cut, the rest of
+        the prompt padded (``j`` = 0 is Padding itself, the last the full cut). Each extra
+        graph streams the weights again, so a finer cut is not always cheaper (a 1000-token
+        prompt: 512+256+128+64+32+32 streams the weights six times for the same 1024
+        positions as one padded graph)."""
+        shapes, _ = self.soc.npu.cut_plan(tokens)
+        plans: list[tuple[int, ...]] = []
+        for j in range(len(shapes) + 1):
+            head = shapes[:j]
+            rest = tokens - sum(head)
+            plan = (*head, *self.padding_plan(rest)) if rest else head
+            if plan not in plans:
+                plans.append(plan)
+        return plans
 
     def token_plans(self, tokens: int) -> list[tuple[int, ...]]:
         """Every NPU token plan of the prefill enumeration: for each multiple of 32 up to
@@ -193,8 +206,7 @@ class PartitionSolver:
             shapes, margin = self.soc.npu.cut_plan(n)
             if not margin and shapes:
                 plans.add(shapes)
-        plans.add(self.padding_plan(tokens))
-        plans.add(self.pipe_plan(tokens))
+        plans.update(self.pipe_plans(tokens))
         if self.prepared(tokens):
             plans.add((tokens,))
         return sorted(plans, key=lambda p: (sum(p), len(p), p))
@@ -256,7 +268,11 @@ class PartitionSolver:
         if static == "padding":
             return self._npu_all(g, self.padding_plan(g.tokens), "npu-padding")
         if static == "pipe":
-            return self._npu_all(g, self.pipe_plan(g.tokens), "npu-pipe")
+            runs = [self._npu_all(g, p, "npu-pipe") for p in self.pipe_plans(g.tokens)]
+            best = min(runs, key=lambda p: (p.t_npu_s, len(p.npu_graphs)))
+            if len(best.npu_graphs) == 1:
+                return replace(best, strategy="npu-padding")
+            return best
         return self._npu_all(g, (g.tokens,), "online-prepare")
 
     # --- the solver --------------------------------------------------------------------------
