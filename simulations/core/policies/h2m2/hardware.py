@@ -129,34 +129,48 @@ class H2M2Hardware:
 
     def lpddr_only(self) -> Side:
         """The baseline: LPDDR-only homogeneous memory (Fig. 4b) *with sublayer-granular
-        mapping* (Fig. 5a), §3.1: "normalized to the baseline: LPDDR-only homogeneous memory
-        (Figure 4(b)) with sublayer-granular mapping (Figure 5(a))". The system has the same
-        two chips as H2M2 (§5.1 "Baseline"), but under sublayer granularity each sublayer runs
-        wholly on one chip while the other waits on the dependency ("parallelization is not
-        available and the accelerator cores are under-utilized", §3.1), so every kernel sees
-        one chip (group) beside the full LPDDR bandwidth."""
+        mapping* (Fig. 5a). The text, read together:
+
+        * §3.1: speedups are "normalized to the baseline: LPDDR-only homogeneous memory
+          (Figure 4(b)) with sublayer-granular mapping (Figure 5(a))";
+        * §3.1 on Fig. 5(a): under sublayer granularity each sublayer sits wholly on one side
+          and "parallelization is not available and the accelerator cores are under-utilized";
+        * §5.1 "Baseline": "All comparison configurations, including the baseline system
+          configuration, consist of two accelerator chips that provide the same computational
+          power"; §1: "with the same number of computation units".
+
+        So the baseline has H2M2's two chips, but each sublayer runs wholly on one of them
+        while the other waits on the dependency: every kernel sees one chip (group) beside
+        the full 544 GB/s (Table 1). Whether the LPDDR is one module both chips share or one
+        per chip does not matter here, as only one chip streams at a time. The other reading,
+        both chips splitting every kernel (:meth:`lpddr_only_pooled`), is head-aware
+        granularity on a homogeneous memory, which §3.1 introduces as the paper's own
+        contribution over the baseline; it is kept for comparison only.
+
+        Units: Table 1's GB are taken as 10^9 bytes (the paper does not say; its §4.2.1
+        arithmetic, 156 MB = 0.16 % of 96 GB, holds in either unit)."""
         return replace(self.lpddr, chips=max(self.hbm.chips, self.lpddr.chips))
 
     def lpddr_only_pooled(self) -> Side:
         """Both chips beside the LPDDR splitting every kernel between them (not the paper's
-        baseline; kept for comparison: it is what head-aware granularity would give on a
-        homogeneous LPDDR)."""
+        baseline, see :meth:`lpddr_only`; kept for comparison: it is what head-aware
+        granularity would give on a homogeneous LPDDR)."""
         return replace(self.lpddr, chips=self.hbm.chips + self.lpddr.chips)
 
     def hbm_both_chips(self) -> Side:
         """Fig. 4(c)'s compute: both chips beside the HBM (strict hierarchy), splitting every
-        kernel between them. The paper gives no mapping for the hierarchy (head-aware
-        granularity is defined for the asymmetric memory, §3.1, and only the LPDDR-only
-        baseline is said to be sublayer-granular); both chips busy is this model's choice,
-        the same as for 8-HBM (see :meth:`multi_hbm`)."""
+        kernel between them. The paper gives no mapping for the hierarchy, but §5.2.1 says a
+        hierarchy whose footprint fits "become[s] equivalent to the multi-HBM memory without
+        communication cost", and multi-HBM splits every kernel (see :meth:`multi_hbm`)."""
         return replace(self.hbm, chips=self.hbm.chips + self.lpddr.chips)
 
     def multi_hbm(self, devices: int) -> Side:
         """§5.5's 8-HBM: ``devices`` HBM stacks (capacity and bandwidth add up), the same two
         chips (§5.5: "the computational capability of both H2M2 and 8-HBM remains
-        unchanged"), both busy on every kernel: with one chip at a time (as the sublayer-
-        granular baseline) B32 GEMMs would be held to one array's weight-shift rate and
-        8-HBM could not reach the paper's 2.29x."""
+        unchanged"), both busy on every kernel: multi-HBM is Fig. 4(a)'s "model parallelism
+        across multiple GPUs" with "frequent synchronization among devices" (§2.3), whose
+        cost §5.5 adds as communication measured on eight A100s; kernels split across the
+        devices are what needs that synchronization."""
         return replace(
             self.hbm,
             capacity_gb=self.hbm.capacity_gb * devices,

@@ -26,7 +26,8 @@ Decisions on the asymmetric memory, each returning a :class:`Mapping` ``(nQ, nA,
   for every point (§3.2: FlexGen's mapping "remains static when batch sizes and sequence
   lengths change"); ``run_system(..., decided=plan)`` evaluates it.
 * The LPDDR-only baseline (``lpddr-only``) is Fig. 4(b) with sublayer-granular mapping
-  (Fig. 5a), as §3.1 normalises every speedup: one chip per kernel beside the LPDDR.
+  (Fig. 5a), as §3.1 normalises every speedup, on §5.1's two chips: each sublayer wholly on
+  one chip, so one chip per kernel beside the LPDDR (see ``H2M2Hardware.lpddr_only``).
 
 Deviations: the search space includes n = 0 and n = N for every sublayer, (N+1)³ = 912,673
 mappings for GPT3-175B where the paper counts N³ = 884,736.
