@@ -336,7 +336,11 @@ def _llama2_gap(hw: H2M2Hardware) -> str:
         "what makes its baseline slower or its chips faster. GQA is applied throughout (KV "
         "cache, K/V weights, the hierarchy's migrated footprint and GQA attention on the MV "
         "units, which reuse each K/V element for the group's 8 query heads; the MM array "
-        "would see only 8 query rows and is slower)." + _opposite_signs()
+        "would see only 8 query rows and is slower). Re-reading each KV head once per "
+        "query head would give attention MHA-sized traffic and lift every Llama2 point, "
+        "but §5.2.3 presents GQA as 'allowing multiple heads to share the KV cache' to "
+        "'address memory bandwidth limitations', so the model reads it once per group."
+        + _opposite_signs()
     )
 
 

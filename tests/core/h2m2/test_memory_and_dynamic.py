@@ -184,6 +184,30 @@ def test_16_bit_weights_slow_the_memory_bound_baseline_by_their_bytes():
     assert t16 - t8 == pytest.approx(weights / 544e9, rel=0.05)
 
 
+def test_a_full_array_runs_gemms_at_the_table2_peak():
+    hbm = Side(MemoryKind.HBM, 96, 3000.0)
+    # 128 rows fill every 128x128 array: 4 cores x 16384 MACs x 2 ops x 1 GHz = 131 TOPS
+    t = float(hbm.gemm_s(128, 8192, 28672))
+    ops = 2 * 128 * 8192 * 28672
+    assert ops / t == pytest.approx(AcceleratorConfig().mm_peak_ops, rel=0.01)
+    assert AcceleratorConfig().mm_peak_ops == pytest.approx(131.072e12)
+
+
+def test_gqa_attention_reads_each_kv_head_once_for_its_query_group():
+    """Llama2: 64 query heads over 8 KV heads. The MV units reuse every K/V element for the
+    group's 8 heads, so LPDDR streams only the 8 heads' cache, and on HBM the MV units, not
+    the memory, set the pace (their dot products do not shrink with the group)."""
+    tokens, head_dim, heads, kv_heads = 128 * 4096, 128, 64, 8
+    kv = 2.0 * tokens * head_dim * kv_heads
+    lp = Side(MemoryKind.LPDDR, 512, 544.0)
+    assert float(lp.attention_s(heads, kv, tokens, head_dim)) == pytest.approx(kv / 544e9, rel=0.01)
+    hbm = Side(MemoryKind.HBM, 96, 3000.0)
+    dots_per_s = 4 * 32 * 1e9  # 32 lanes x 4 cores, one 128-wide dot product per cycle
+    assert float(hbm.attention_s(heads, kv, tokens, head_dim)) == pytest.approx(
+        2 * heads * tokens / dots_per_s, rel=0.01
+    )
+
+
 def test_attention_is_bandwidth_bound_on_lpddr():
     lp = Side(MemoryKind.LPDDR, 512, 544.0)
     nbytes = 2 * 32 * 1024 * 128 * 96
