@@ -39,6 +39,10 @@ synthetic benchmarks; Fig. 8b states 2000) with outputs 50–800, and 2000 for F
 (the only input the paper states, Fig. 8b). "Up to" gains are the maxima over a figure's
 points.
 
+Per-token latency follows the caption (full latency over *output* tokens); one stored
+version of the authors' harness (evaluation/benchmark.py, ``run_latency_test``) divides by
+input + output tokens instead, which would read Fig. 6's levels much deeper in overload.
+
 Baselines: Fig. 6 compares against vLLM *with chunked prefill* (selective batching); its
 stand-in is GPU-only Neo (``neo`` with ``cpu_offload = false``: prefills and decodes in one
 iteration, same memory), with the ``gpu-only`` policy (SwiftLLM-like, no mixing) in the
@@ -74,8 +78,9 @@ from simulations.core.engine.core import SimOutput
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError
 from simulations.core.policies.neo import FastDecodePlusPolicy, GpuOnlyPolicy, NeoPolicy
-from simulations.core.policies.neo.policy import NeoBasePolicy
-from simulations.core.spec import DevicePlacement, SystemSpec
+from simulations.core.policies.neo.policy import NeoBasePolicy, activation_bytes
+from simulations.core.policies.neo.sim import NeoSim
+from simulations.core.spec import DevicePlacement, ModelSpec, SystemSpec
 from simulations.core.traces import AZURE_CODE, load_bundled_trace
 
 from .base import Check, runner
@@ -344,17 +349,33 @@ def _fig6_checks() -> list[Check]:
             "gpu-only policy is in the details."
         )
         if setting == "t4":
+            paper = target(tid).value
+            implied = implied_gpu_cache_tokens(setting, kind, paper)
+            driver = _kv_tokens_at(setting, T4_DRIVER_TOTAL_BYTES, 0.99)
+            vllm_default = _kv_tokens_at(setting, T4_DRIVER_TOTAL_BYTES, VLLM_DEFAULT_UTILIZATION)
+            details["paper_implied_baseline_gpu_cache_tokens"] = round(implied)
+            details["gpu_kv_tokens_driver_total_0.99"] = round(driver)
+            details["gpu_kv_tokens_driver_total_vllm_default_0.9"] = round(vllm_default)
             note += (
                 " OSC stand-in: prompts 128–512, outputs 24–48 tokens (module notes). The "
                 f"modelled GPU cache holds {cache['tokens']} tokens, about "
-                f"{cache['requests']:.0f} average requests (SwiftLLM's 0.99-utilisation "
-                "rule, no CUDA context or allocator overhead; the harness's per-testbed "
-                "block count is unpublished, see module notes). Prefills alone cap any "
+                f"{cache['requests']:.0f} average requests (SwiftLLM's rule: 0.99 × the "
+                "datasheet's 16 GB − weights − activations). Prefills alone cap any "
                 f"system at {ceiling:.2f} req/s in steady state, {ceiling / base_rate:.2f}× "
                 "the baseline's rate at 1 s, so with this cache no CPU could give 6.6×: at "
                 f"Neo's rate prefills alone demand {100 * load:.0f} % of the GPU's time (the "
-                "500-request run ends before the queue explodes). The paper's gain implies "
-                "a baseline several times slower, i.e. a GPU cache of a few requests."
+                "500-request run ends before the queue explodes). Bound behind the miss: "
+                f"for {paper:g}× with Neo at most at the prefill ceiling, the baseline must "
+                f"run at {ceiling / paper:.2f} req/s, the decode capacity of a GPU-only T4 "
+                f"with a GPU cache of about {implied:.0f} tokens, "
+                f"{implied / cache['tokens']:.2f} of the modelled one. Unstated by the "
+                "paper: the T4's block count (the harness passes an unpublished "
+                "--num-gpu-blocks-override to all systems). The "
+                "driver-visible 14.75 GiB would give SwiftLLM's rule "
+                f"{driver:.0f} tokens (−{100 * (1 - driver / cache['tokens']):.0f} %, not "
+                "enough); vLLM's default --gpu-memory-utilization 0.9 on it leaves "
+                f"{vllm_default:.0f} tokens before the CUDA context — a cache that small is "
+                "what the paper's gain implies. We keep the stated SwiftLLM rule."
             )
         else:
             note += (
@@ -407,6 +428,112 @@ def _hidden_per_pass(setting: str, context: int) -> float:
 
 
 @cache
+def _neo_costs(setting: str, cpu: str | None = None) -> tuple[NeoSim, ModelSpec]:
+    """An (unrun) offloading Neo node of the setting: its caches and stage costs."""
+    system, _ = _system(setting, "neo", cpu)
+    model = builtin_catalog().model(SETTINGS[setting].model)
+    return NeoPolicy().build(system, model, _synthetic(100, 10, 1)), model
+
+
+def _min_pass_s(sim: NeoSim, model: ModelSpec) -> float:
+    """The shortest GPU pass: one token through every layer's linear stage (the weights
+    streamed once) plus the pre/post-layer; every pass takes at least this long."""
+    c = sim.costs
+    return model.n_layers * c.linear_layer_s(1) + c.pre_post_s(1, 1)
+
+
+#: Requests whose CPU attention is batched when measuring the host's best per-token rate
+#: (large enough that the per-request query/output traffic is negligible).
+CEILING_CPU_BATCH = 256
+
+
+@cache
+def decode_ceilings(
+    setting: str, l_in: int, l_out: int, cpu: str | None = None
+) -> tuple[float, float]:
+    """Steady-state ceilings (tokens/s) on offloading Neo's decode rate at a synthetic
+    point, from the model's own costs: ``(gpu, cpu)``.
+
+    *GPU-resident*: the GPU cache's requests at their mean context ``l_in + l_out / 2``,
+    each decoding once per pass, a pass lasting at least :func:`_min_pass_s`. *CPU-resident*:
+    the host's attention over every layer for one token at the mean context, at its best
+    per-token rate (a batch of :data:`CEILING_CPU_BATCH`). Prefills, swaps and pipeline
+    bubbles only lower Neo's rate, so ``gpu + cpu`` bounds what any schedule can decode.
+    """
+    sim, model = _neo_costs(setting, cpu)
+    ctx = l_in + l_out / 2
+    resident = sim.gpu_pool * sim.block_size / ctx
+    n = CEILING_CPU_BATCH
+    cpu_s = model.n_layers * sim.costs.cpu_attn_layer_s(n, round(n * ctx))
+    return resident / _min_pass_s(sim, model), n / cpu_s
+
+
+#: The T4's memory as the CUDA driver reports it: 14.75 GiB (PyTorch's out-of-memory
+#: reports on T4s read "14.75 GiB total capacity", e.g. github find_string id 29310183345;
+#: the 16 GB of the datasheet less ECC and the driver's reserve). SwiftLLM's 0.99 rule
+#: multiplies this total, not the datasheet's; used only to state the sensitivity in the
+#: Fig. 6 T4 note (the catalog keeps the datasheet figure every other model uses).
+T4_DRIVER_TOTAL_BYTES = 14.75 * 2**30
+#: vLLM's default ``--gpu-memory-utilization`` (EngineArgs; the harness comments its flag
+#: out and passes a block count instead).
+VLLM_DEFAULT_UTILIZATION = 0.9
+
+
+def implied_gpu_cache_tokens(setting: str, kind: str, gain: float) -> float:
+    """The GPU cache (tokens) of a GPU-only baseline whose decode capacity is the prefill
+    ceiling over ``gain``: if Neo at most reaches the prefill ceiling ``1 / P``, a ``gain``
+    over the baseline puts the baseline at ``r = 1 / (gain · P)``. At rate ``r`` a GPU-only
+    system prefills for ``r · P`` of its time and decodes ``r · out`` tokens/s in the rest,
+    in passes of at least :func:`_min_pass_s` holding ``resident`` requests of mean
+    context ``in + out / 2``: ``resident = r · out · t_pass / (1 − r · P)``."""
+    sim, model = _neo_costs(setting)
+    p = _mean_prefill_s(setting, kind)
+    inp, out = _lengths(kind, ONLINE_REQUESTS)
+    mean_in, mean_out = float(np.mean(inp)), float(np.mean(out))
+    r = 1.0 / (gain * p)
+    resident = r * mean_out * _min_pass_s(sim, model) / (1.0 - r * p)
+    return resident * (mean_in + mean_out / 2)
+
+
+def t4_ceiling_ratios(paper: float) -> dict[str, Any]:
+    """The T4 Fig. 9 grid's :func:`decode_ceilings` over the measured GPU-only baseline
+    (decoded tokens/s), their range, and the least factor on the host's bandwidth at which
+    the ceiling reaches ``paper`` at some point (the CPU ceiling scales with bandwidth:
+    attention is bandwidth-bound)."""
+    ratios: dict[str, dict[str, float]] = {}
+    factors: list[float] = []
+    for l_in in SYNTH_INPUTS:
+        row: dict[str, float] = {}
+        for o in SYNTH_OUTPUTS:
+            g, c = decode_ceilings("t4", l_in, o)
+            base = offline_throughput("t4", "gpu-only", l_in, o) * o
+            row[f"out{o}"] = round((g + c) / base, 3)
+            factors.append(max(0.0, paper * base - g) / c)
+        ratios[f"in{l_in}"] = row
+    flat = [v for row in ratios.values() for v in row.values()]
+    return {
+        "ratios": ratios,
+        "lowest": min(flat),
+        "highest": max(flat),
+        "bandwidth_factor": min(factors),
+    }
+
+
+def _kv_tokens_at(setting: str, total_bytes: float, utilization: float) -> float:
+    """GPU KV tokens of the baseline (SwiftLLM's rule) with another memory total and
+    utilisation: ``total · utilization − weights − activations`` over the KV per token."""
+    sim, _model = _neo_costs(setting)
+    g = sim.costs.gpu
+    shard = sim.costs.shard
+    free = (
+        total_bytes * utilization
+        - g.weights_bytes(shard)
+        - activation_bytes(g, shard, sim.max_tokens)
+    )
+    return max(0.0, free / g.kv_bytes_per_token(shard))
+
+
+@cache
 def _gpu_cache(setting: str, kind: str) -> dict[str, float]:
     """The baseline's GPU KV cache (GPU-only Neo: the full block count; offloading Neo
     gives one layer in L + 1 of it to staging, see ``offload_gpu_pool``) in tokens and in
@@ -454,6 +581,11 @@ def _synthetic_checks() -> list[Check]:
             hidden = {f"context{c}": round(_hidden_per_pass(setting, c), 2) for c in (700, 2400)}
             t4_cache = _gpu_cache(setting, "osc")["tokens"]
             details["cpu_requests_hidden_per_gpu_decode_pass"] = hidden
+            paper = target(tid).value
+            bound = t4_ceiling_ratios(paper)
+            details["ceiling_over_baseline"] = bound["ratios"]
+            host = builtin_catalog().device(SETTINGS[setting].cpu)
+            need_bw = bound["bandwidth_factor"] * host.mem_bw_gbps
             note += (
                 f" The modelled GPU cache ({t4_cache:.0f} tokens) holds "
                 f"{t4_cache / (1.1 * (SYNTH_INPUTS[-1] + SYNTH_OUTPUTS[-1])):.1f}–"
@@ -461,12 +593,20 @@ def _synthetic_checks() -> list[Check]:
                 "requests, a baseline as memory-starved as the paper's, but a T4 decode pass "
                 "(weights streamed once) "
                 f"hides only {hidden['context2400']:.1f}–{hidden['context700']:.1f} CPU "
-                "requests' attention (contexts 2400–700) on the g4dn.4xlarge host "
-                "(46.9 GB/s in the catalog: the VM's core share of the socket, an "
-                "assumption, at the stack's 78 % efficiency): decode-only two-batch "
-                "iterations add ~1.5–2× at most, and 7.5× would need ~7 hidden per pass "
-                "(a faster host or a slower T4 than modelled). Neo's gain comes mostly "
-                "from prefill iterations here, hence largest at the shortest outputs."
+                "requests' attention (contexts 2400–700) on the g4dn.4xlarge host. Bound "
+                "behind the miss (decode_ceilings): Neo decodes at most the GPU cache's "
+                "requests once per weight-streaming pass plus what the host's bandwidth "
+                "reads at the mean context; over the measured baseline that ceiling is "
+                f"{bound['lowest']:.2f}–{bound['highest']:.2f}× across the grid, below "
+                f"{paper:g}× everywhere, and reaching {paper:g}× at the best point needs "
+                f"{bound['bandwidth_factor']:.1f}× the host bandwidth ({need_bw:.0f} GB/s "
+                "nominal for an 8-core VM, about the whole 24-core socket's 140.8 GB/s "
+                "theoretical). Unstated by the paper: the VM's achieved bandwidth (the "
+                f"catalog's {host.mem_bw_gbps:g} GB/s is its core share of the socket, as "
+                "§5.5's relations give the 8-core g5.4xlarge a quarter of the 32-core "
+                "g5.16xlarge), Fig. 9c's input lengths and the block count (see "
+                "neo.fig6.t4_llama2-7b_osc: a cache of a few hundred tokens makes the "
+                "baseline, not Neo, the difference)."
             )
         elif setting == "h100":
             note += (
@@ -539,6 +679,10 @@ def _synthetic_checks() -> list[Check]:
 
     # Shapes: rise then fall; never much below the baseline.
     good = {k: _rises_then_falls(v) for k, v in curves.items()}
+    t4_bound = t4_ceiling_ratios(target("neo.fig9.t4_max").value)
+    t4_peaks_first = sum(
+        1 for row in t4_bound["ratios"].values() if max(row.values()) == next(iter(row.values()))
+    )
     checks.append(
         _check(
             "neo.fig9.rise_then_fall",
@@ -548,8 +692,17 @@ def _synthetic_checks() -> list[Check]:
             "from the shortest output on: Neo's T4 gain comes from CPU decodes hidden "
             "behind prefills, and at longer outputs most iterations are decode-only, where "
             "a T4 pass hides only a few CPU requests (see neo.fig9.t4_max); a sweep still "
-            "rising at output 800 has its fall beyond the grid.",
-            {"curves": {k: [round(x, 4) for x in v] for k, v in curves.items()}, "holds": good},
+            "rising at output 800 has its fall beyond the grid. Bound behind the T4 "
+            "sweeps: Neo's decode ceiling over the measured baseline (decode_ceilings, see "
+            "neo.fig9.t4_max) itself peaks at the shortest output in "
+            f"{t4_peaks_first} of {len(SYNTH_INPUTS)} T4 sweeps — the baseline's "
+            "tokens/s rises as its prefill share shrinks while the host's per-token cost "
+            "grows with context — the same shape as the simulated T4 gains.",
+            {
+                "curves": {k: [round(x, 4) for x in v] for k, v in curves.items()},
+                "holds": good,
+                "t4_ceiling_over_baseline": t4_bound["ratios"],
+            },
         )
     )
     checks.append(

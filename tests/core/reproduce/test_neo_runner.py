@@ -67,3 +67,48 @@ def test_offline_runs_hold_four_times_what_neo_can_buffer_within_bounds() -> Non
 def test_the_neo_runner_is_registered() -> None:
     load_all()
     assert runner.neo_checks in base._RUNNERS["neo"]
+
+
+def test_neo_never_decodes_faster_than_its_gpu_cache_and_host_bandwidth_allow() -> None:
+    # The ceilings behind the T4 notes must really bound the simulator: a run that charged
+    # no CPU attention, or decoded more GPU requests than the cache holds, would beat them.
+    l_in, l_out = 500, 100
+    gpu_ceiling, cpu_ceiling = runner.decode_ceilings("t4", l_in, l_out)
+    system, cls = runner._system("t4", "neo")
+    policy = cls()
+    model = runner.builtin_catalog().model("llama2-7b")
+    out = policy.simulate(system, model, runner._synthetic(l_in, l_out, 300))
+    sim = policy.last_sim
+    assert sim is not None
+    span = float(np.max(out.finish_s))
+    cpu_tokens = sim.stats["cpu_decode_tokens"]
+    assert cpu_tokens > 0  # the memory-starved T4 offloads
+    assert cpu_tokens / span <= cpu_ceiling
+    decoded = sim.stats["gpu_decode_tokens"] + cpu_tokens
+    assert decoded / span <= gpu_ceiling + cpu_ceiling
+
+
+def test_ceilings_scale_with_the_host_bandwidth_and_shrink_with_context() -> None:
+    _, cpu_4x = runner.decode_ceilings("a10g", 2000, 200, "g5-4xlarge-cpu")
+    _, cpu_16x = runner.decode_ceilings("a10g", 2000, 200, "g5-16xlarge-cpu")
+    assert cpu_16x == pytest.approx(4 * cpu_4x, rel=0.02)  # 204.8 vs 51.2 GB/s
+    short = runner.decode_ceilings("t4", 500, 50)
+    long = runner.decode_ceilings("t4", 2000, 50)
+    assert long[0] < short[0] and long[1] < short[1]
+
+
+def test_kv_sensitivity_uses_the_policys_rule() -> None:
+    # At the catalog's capacity and SwiftLLM's 0.99 the helper must give the baseline's
+    # pool, else the note's driver-memory and vLLM-default figures would be off.
+    cache = runner._gpu_cache("t4", "osc")["tokens"]
+    sim, _ = runner._neo_costs("t4")
+    cap = sim.costs.gpu.memory_capacity_bytes
+    tokens = runner._kv_tokens_at("t4", cap, 0.99)
+    assert cache <= tokens < cache + 16  # the pool is whole 16-token blocks
+    assert runner._kv_tokens_at("t4", cap, 0.9) < tokens
+
+
+def test_a_larger_gain_implies_a_smaller_baseline_cache() -> None:
+    small = runner.implied_gpu_cache_tokens("t4", "osc", 6.0)
+    smaller = runner.implied_gpu_cache_tokens("t4", "osc", 8.0)
+    assert 0 < smaller < small
