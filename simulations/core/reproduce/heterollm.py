@@ -173,22 +173,43 @@ DECODE_NOTE = (
 )
 
 
+#: §4.1.1: on its worst shape (FFN-down) the NPU is still 1.5× to 2.5× the GPU ("only 0.5×
+#: to 1.5× performance improvement"), so the GPU does any Matmul work at most 1/1.5 of the
+#: NPU's speed.
+_GPU_OVER_NPU_MAX = 1.0 / 1.5
+
+
 def _power_analysis(layer: Any, tensor: Any, p_gpu: float, p_npu: float) -> dict[str, Any]:
-    """What GPU busy fraction the paper's Fig. 19 powers imply for Hetero-tensor under a
-    phone power ``B + d_gpu·u_gpu + d_npu·u_npu`` (``B`` a shared base the paper does not
-    publish), for several bases, beside the model's busy fractions. ``d_gpu`` follows from
-    PPL-OpenCL (u_gpu = 1), ``d_npu`` from Hetero-layer at the model's busy fractions."""
+    """Whether any additive reading of the paper's Fig. 19 powers fits a Hetero-tensor pass.
+
+    Phone power ``B + d_gpu·u_gpu + d_npu·u_npu`` (``B`` a base the paper does not publish,
+    ``u`` busy fractions): PPL-OpenCL (``u_gpu`` = 1) gives ``d_gpu = P_ppl − B``, Hetero-layer
+    (the model's busy fractions) ``d_npu``; ``B`` is feasible while ``d_npu ≥ 0``. Over every
+    feasible ``B`` the paper's Hetero-tensor power caps the GPU's busy fraction
+    (``paper_power_max_tensor_gpu_busy``). Its +24.4 % speed over Hetero-layer needs at least
+    ``(s − 1) / (GPU/NPU speed)`` of the pass on Matmul work moved to the GPU, plus the
+    GPU's own kernels (``paper_speed_min_tensor_gpu_busy``): no additive power reading
+    exists when the cap is below the floor."""
     target_layer = PAPER_TARGETS["fig19.layer_power_w"][0]
     target_tensor = target_layer * PAPER_TARGETS["fig19.tensor_over_layer_power"][0]
+    p_ppl = target_tensor / PAPER_TARGETS["fig19.tensor_over_gpu_power"][0]
+    speed = PAPER_TARGETS["fig19.tensor_over_layer_speed"][0]
     ug_l, un_l = layer.gpu_busy_s / layer.seconds, layer.npu_busy_s / layer.seconds
     un_t = tensor.npu_busy_s / tensor.seconds
+    # largest base with d_npu >= 0: B + (P_ppl − B)·u_gpu_layer = P_layer
+    b_max = (target_layer - p_ppl * ug_l) / (1.0 - ug_l)
     implied: dict[str, float] = {}
-    for base in (0.0, 1.0, 2.0):
-        d_gpu = p_gpu - base
-        d_npu = max(0.0, (target_layer - base - d_gpu * ug_l) / un_l)
-        implied[f"base_{base:g}W"] = round((target_tensor - base - d_npu * un_t) / d_gpu, 3)
+    for base in np.linspace(0.0, b_max, 41):
+        d_gpu = p_ppl - base
+        d_npu = (target_layer - base - d_gpu * ug_l) / un_l
+        implied[f"base_{base:.3f}W"] = round((target_tensor - base - d_npu * un_t) / d_gpu, 4)
+    floor = (speed - 1.0) / _GPU_OVER_NPU_MAX + speed * ug_l
     return {
-        "paper_implied_tensor_gpu_busy": implied,
+        "paper_ppl_power_w": round(p_ppl, 3),
+        "feasible_base_w": [0.0, round(b_max, 3)],
+        "paper_power_max_tensor_gpu_busy": max(implied.values()),
+        "paper_power_tensor_gpu_busy_at_base_0": implied["base_0.000W"],
+        "paper_speed_min_tensor_gpu_busy": round(floor, 3),
         "model_tensor_gpu_busy": round(tensor.gpu_busy_s / tensor.seconds, 3),
         "model_layer_gpu_busy": round(ug_l, 3),
         "catalog_powers_w": {"gpu": p_gpu, "npu": p_npu},
@@ -330,17 +351,41 @@ def misaligned_checks() -> list[Check]:
         / _prefill_s("llama8b", "hetero-tensor", s)
         for s in above
     ]
+    pad_pipe = [
+        _prefill_s("llama8b", "npu-only", s, static="padding")
+        / _prefill_s("llama8b", "npu-only", s, static="pipe")
+        for s in above
+    ]
+    red = [
+        1.0
+        - _prefill_s("llama8b", "hetero-tensor", s)
+        / _prefill_s("llama8b", "npu-only", s, static="pipe")
+        for s in above
+    ]
+    # the paper's own 525-token point: Padding/Pipe = 2.21/1.35; with its 13.2–30.1 % range
+    # of Hetero-tensor over Pipe, Padding/Hetero-tensor = (Padding/Pipe) / (1 − r)
+    pp525 = (
+        PAPER_TARGETS["fig14.seq525_over_padding"][0] / PAPER_TARGETS["fig14.seq525_over_pipe"][0]
+    )
     checks.append(
         _check(
             "fig14.padding_over_tensor_slightly_above",
             "Padding latency over Hetero-tensor when the length slightly exceeds a graph",
             float(np.mean(pad)),
             base_note + "Mean over the lengths §5.2.2 names just above a prepared shape "
-            "(135 = 128 + 7, 525 = 512 + 13). Padding runs the 256- and 1024-token graphs "
-            "(1.9× and 1.95× the work); the ratio is that factor times Hetero-tensor's own "
-            "gain over the NPU alone, which the model overstates at 525 (its GPU share of the "
-            "margin and of FFN-down; cf. seq525_over_pipe).",
-            details={"per_seq": _r(pad)},
+            "(135 = 128 + 7, 525 = 512 + 13); the paper does not list which lengths its "
+            "average covers, and its own 525-token point is 2.21× (in tolerance here: "
+            "seq525_over_padding), so its other points average below 1.91×. Padding runs the "
+            "256- and 1024-token graphs (1.9× and 1.95× the work). Padding/Hetero-tensor = "
+            "(Padding/Pipe) / (1 − Hetero-tensor's reduction over Pipe): model "
+            f"{', '.join(f'{x:.2f}' for x in pad_pipe)} over (1 − "
+            f"{', '.join(f'{r:.3f}' for r in red)}); the paper's "
+            f"Padding/Pipe at 525 is {pp525:.2f}, which with its 13.2–30.1 % range gives "
+            f"{pp525 / (1 - 0.132):.2f}–{pp525 / (1 - 0.301):.2f}×. The model sits at the top "
+            "of both factors: its Pipe pays a second weight stream for the margin graph, and "
+            "its Hetero-tensor gains most on FFN-down (NPU 1.6× the GPU in the NPU "
+            "calibration, the low end of §4.1.1's 1.5–2.5×).",
+            details={"per_seq": _r(pad), "padding_over_pipe": _r(pad_pipe)},
         )
     )
     d = _decider("llama8b", "npu-only", static="online-prepare")
@@ -355,6 +400,14 @@ def misaligned_checks() -> list[Check]:
             details={"prepare_ms": run135.prepare_s * 1e3, "total_ms": run135.seconds * 1e3},
         )
     )
+    aligned = {
+        a: 1.0
+        - _prefill_s("llama8b", "hetero-tensor", a)
+        / _prefill_s("llama8b", "npu-only", a, static="pipe")
+        for a in (128, 512, 1024)
+    }
+    pipe128 = _prefill_s("llama8b", "npu-only", 128, static="pipe")
+    margin135 = _prefill_s("llama8b", "npu-only", 135, static="pipe") / pipe128 - 1.0
     for s in (135, 525, 1000):
         pipe = _prefill_s("llama8b", "npu-only", s, static="pipe")
         checks.append(
@@ -363,7 +416,13 @@ def misaligned_checks() -> list[Check]:
                 f"latency reduction of Hetero-tensor against Pipe, Llama-8B, {s} tokens",
                 1.0 - _prefill_s("llama8b", "hetero-tensor", s) / pipe,
                 base_note + "The paper gives a range (13.2 %–30.1 %) over its misaligned "
-                "lengths: checked as its midpoint ± half its width.",
+                "lengths: checked as its midpoint ± half its width. The reduction is "
+                "Hetero-tensor's gain on the aligned part (model: "
+                f"{', '.join(f'{r:.1%} at {a}' for a, r in aligned.items())} tokens) plus "
+                "Pipe's cost for the margin: Pipe runs it as one more prepared graph that "
+                "streams every weight again, which at 135 = 128 + 7 tokens costs "
+                f"{margin135:.0%} of the 128-token pass in the model for 7 tokens (the paper "
+                "gives no per-graph cost of Pipe), so 135 lands at the top of the range.",
                 tolerance=PIPE_RANGE_HALF,
                 abs_tolerance=True,
             )
@@ -436,87 +495,159 @@ def decode_checks() -> list[Check]:
     return checks
 
 
+#: Published fast-sync decode speeds (Fig. 16, §5.3) used to read Fig. 17's gains as
+#: milliseconds; Llama-7B has none, so its reading uses the model's own step time.
+_FIG16_TOK_S = {"llama8b": 14.01, "llama3b": 29.9, "internlm": 51.12}
+
+
 @runner("heterollm")
 def sync_checks() -> list[Check]:
     """Figs. 15 and 17: fast against conventional synchronisation."""
     checks: list[Check] = []
+    conv = _soc().sync.conventional_s()
 
     def gain(m: str, mode: str, s: int) -> float:
         return _prefill_s(m, mode, s, fast=False) / _prefill_s(m, mode, s)
 
     sync_note = (
         "The same plan (made for fast synchronisation, as HeteroLLM's) run with conventional "
-        "synchronisation: ≈400 µs copy + 75 µs GPU queue refill at every GPU↔NPU kernel "
-        "boundary, against 75 µs (prefill, NPU-dominant) or 0 (decode, GPU-dominant) with "
-        "fast synchronisation (§3.1, §4.2). Mean over 64, 256 and 1024 tokens. "
+        f"synchronisation: ≈400 µs copy + 75 µs GPU queue refill = {conv * 1e6:.0f} µs at "
+        "every GPU↔NPU hand-over, against 75 µs (prefill, NPU-dominant, NPU→GPU only) or 0 "
+        "(decode, GPU-dominant) with fast synchronisation (§3.1, §4.2). Hand-overs are "
+        "fork-join at data dependencies: sibling Matmuls (q/k/v, gate/up) fork once and "
+        "join once (§4.1.1, §4.3), so a layer has at most 8 (norm→QKV, QKV→RoPE, "
+        "attention→O, O→residual, norm→gate/up, gate/up→act, act→down, down→residual) "
+        "whether its Matmuls run on the NPU (Hetero-layer) or split (Hetero-tensor). The copy "
+        "is fixed whatever the tensor size (§3.1: 'regardless of data size'). "
     )
     for m, label in (
         ("llama8b", "Llama-8B"),
         ("llama7b", "Llama-7B"),
         ("internlm", "InternLM-1.8B"),
     ):
+        layers = _decider(m, "hetero-layer").model.n_layers
         for mode, key in (("hetero-layer", "layer"), ("hetero-tensor", "tensor")):
             g = [gain(m, mode, s) for s in FIG15_SEQS]
+            fast_s = [_prefill_s(m, mode, s) for s in FIG15_SEQS]
+            slow = _decider(m, mode, fast=False).prefill(FIG15_SEQS[1])
+            fast = _decider(m, mode).prefill(FIG15_SEQS[1])
+            model_ms = (slow.sync_s - fast.sync_s) / layers * 1e3
+            target = PAPER_TARGETS[f"fig15.{m}_{key}_fast_sync_gain"][0]
+            # extra seconds per pass that give the paper's mean gain at the model's own
+            # fast pass times: mean_s(1 + X/T_s) = target
+            implied_ms = (target - 1.0) / float(np.mean([1.0 / t for t in fast_s])) / layers * 1e3
             checks.append(
                 _check(
                     f"fig15.{m}_{key}_fast_sync_gain",
                     f"fast-sync prefill speed-up, {mode}, {label}",
                     float(np.mean(g)),
-                    sync_note + f"Per length {', '.join(f'{x:.2f}×' for x in g)}: the gain is the "
-                    "boundaries × 475 µs over the pass time, so it falls with the prompt and "
-                    "is largest on the smallest model. The paper's averages do not follow one "
-                    "per-boundary cost (Llama-7B's 1.49× exceeds InternLM-1.8B's 1.345× though "
-                    "its passes are about four times longer).",
-                    details={"per_seq": _r(g)},
+                    sync_note + f"Per length {', '.join(f'{x:.2f}×' for x in g)} (mean over "
+                    f"64, 256, 1024 tokens): {slow.syncs / layers:.1f} hand-overs a layer add "
+                    f"{model_ms:.2f} ms a layer; the paper's {target:g}× needs {implied_ms:.2f} "
+                    f"ms a layer ({implied_ms * 1e-3 / conv:.1f} conventional hand-overs) at the "
+                    "model's pass times. The paper does not list the hand-overs of its plans. "
+                    "Its six averages do not follow one cost per hand-over: Hetero-layer runs "
+                    "every Matmul on the NPU in every model, so the added time per layer is the "
+                    "same for all and the gain scales with layers / pass time — yet Llama-7B "
+                    "(32 layers, about 0.8× Llama-8B's pass) gains twice Llama-8B's (31.7 % vs "
+                    "15.8 %) and InternLM-1.8B (24 layers, under a third of Llama-7B's pass) "
+                    "less than Llama-7B (26.7 % vs 31.7 %).",
+                    details={
+                        "per_seq": _r(g),
+                        "handovers_per_layer": round(slow.syncs / layers, 2),
+                        "model_added_ms_per_layer": round(model_ms, 3),
+                        "paper_implied_added_ms_per_layer": round(implied_ms, 3),
+                        "fast_pass_ms": _r(t * 1e3 for t in fast_s),
+                    },
                 )
             )
+    # Fig. 15's two Llama-8B speeds at 256 tokens, read as the time they imply per layer
+    fast_p = PAPER_TARGETS["fig15.llama8b_seq256_tensor_tok_s"][0]
+    slow_p = PAPER_TARGETS["fig15.llama8b_seq256_tensor_conventional_tok_s"][0]
+    n8 = _decider("llama8b", "hetero-tensor").model.n_layers
+    paper_ms = (256 / slow_p - 256 / fast_p) / n8 * 1e3
+    ht256 = _prefill_tok_s("llama8b", "hetero-tensor", 256)
+    hl256 = _prefill_tok_s("llama8b", "hetero-layer", 256)
+    gpu256 = _prefill_tok_s("llama8b", "gpu-only", 256)
+    # the paper's Hetero-layer and PPL-OpenCL speeds at 256 from its own ratios (§5.6, §5.2.1)
+    paper_hl = fast_p / PAPER_TARGETS["fig19.tensor_over_layer_speed"][0]
+    paper_gpu = paper_hl / PAPER_TARGETS["fig13.llama8b_seq256_layer_over_gpu"][0]
     checks.append(
         _check(
             "fig15.llama8b_seq256_tensor_tok_s",
             "Hetero-tensor prefill with fast synchronisation, Llama-8B, 256 tokens",
-            _prefill_tok_s("llama8b", "hetero-tensor", 256),
-            sync_note + "The paper's Hetero-tensor speed is nearly flat from 256 to 1024 tokens "
-            "(236.9 → 247.9 token/s); the model's is higher at 256 (attention grows with the "
-            "prompt, the array efficiency does not), so it meets the 1024-token headline "
-            "(fig13) and overshoots at 256. " + NPU_NOTE,
+            ht256,
+            sync_note + "The miss compounds three in-tolerance ones: the paper's own ratios "
+            f"put PPL-OpenCL at {paper_gpu:.1f} and Hetero-layer at {paper_hl:.1f} token/s "
+            f"here (236.92 / 1.244 / 2.99); the model's are {gpu256:.1f} "
+            f"({gpu256 / paper_gpu - 1:+.0%}, the shared GPU stack's roofline), {hl256:.1f} "
+            f"({hl256 / paper_hl - 1:+.0%}) and {ht256:.1f}. The paper's Hetero-tensor speed "
+            "is nearly flat from 256 to 1024 tokens (236.9 → 247.9 token/s); the NPU model's "
+            "array efficiency does not grow with the prompt while attention does, so the "
+            "model meets the 1024-token headline (fig13) and overshoots at 256. " + NPU_NOTE,
+            details={
+                "model_tok_s": {"gpu-only": gpu256, "hetero-layer": hl256, "hetero-tensor": ht256},
+                "paper_implied_tok_s": {"gpu-only": paper_gpu, "hetero-layer": paper_hl},
+            },
         )
     )
+    slow8 = _decider("llama8b", "hetero-tensor", fast=False).prefill(256)
+    fast8 = _decider("llama8b", "hetero-tensor").prefill(256)
     checks.append(
         _check(
             "fig15.llama8b_seq256_tensor_conventional_tok_s",
             "Hetero-tensor prefill with conventional synchronisation, Llama-8B, 256 tokens",
             _prefill_tok_s("llama8b", "hetero-tensor", 256, fast=False),
-            sync_note + NPU_NOTE,
+            sync_note + f"The paper's 236.92 → 196.44 token/s is {paper_ms:.2f} ms a layer, "
+            f"{paper_ms * 1e-3 / conv:.1f} conventional hand-overs: nearly one at each of the "
+            "16 kernel boundaries of a layer, about twice the 8 at which the layer's data "
+            "crosses processors. The model adds "
+            f"{(slow8.sync_s - fast8.sync_s) / n8 * 1e3:.2f} ms a layer ({slow8.syncs / n8:.1f} "
+            "hand-overs); with the fast-sync speed already high (fig15 tok/s), the "
+            "conventional speed is high too. " + NPU_NOTE,
+            details={"paper_implied_added_ms_per_layer": round(paper_ms, 3)},
         )
     )
-    conv = _soc().sync.conventional_s()
+    per_layer_paper: dict[str, float] = {}
     for m in ("llama8b", "llama7b", "llama3b", "internlm"):
         fast = _decider(m, "hetero-tensor").decode(1, DECODE_PROMPT)
         slow = _decider(m, "hetero-tensor", fast=False).decode(1, DECODE_PROMPT)
         layers = _decider(m, "hetero-tensor").model.n_layers
         target = PAPER_TARGETS[f"fig17.{m}_fast_sync_gain"][0]
-        # boundaries per layer the paper's gain implies at the model's own fast-sync step
-        # time and the §3.1 cost per conventional boundary
-        implied = (target - 1.0) * fast.seconds / conv / layers
+        step = 1.0 / _FIG16_TOK_S[m] if m in _FIG16_TOK_S else fast.seconds
+        # time per layer the paper's gain adds at its own fast-sync step (Fig. 16)
+        paper_layer_ms = (target - 1.0) * step / layers * 1e3
+        per_layer_paper[m] = paper_layer_ms
         cut = [k.name for k in fast.kernels if k.procs == "gpu+npu"]
+        step_src = (
+            "its Fig. 16 speed" if m in _FIG16_TOK_S else "the model's step (no Fig. 16 speed)"
+        )
         checks.append(
             _check(
                 f"fig17.{m}_fast_sync_gain",
                 f"fast-sync decode speed-up, Hetero-tensor, {MODELS[m]}, prompt 256",
                 slow.seconds / fast.seconds,
-                "Same plan with conventional synchronisation (≈400 µs copy + 75 µs queue "
-                f"refill = {conv * 1e6:.0f} µs) at each of its {fast.syncs} GPU↔NPU "
-                f"boundaries per token ({fast.syncs / layers:.1f} per layer; row-cut: "
-                f"{', '.join(cut)}). At that cost the paper's {target:g}× implies "
-                f"{implied:.1f} boundaries per layer. The paper's figures disagree with one "
-                "another under any per-boundary cost: 4.01× on Llama-8B needs ≈14 per layer "
-                "(all seven Matmuls row-cut), ≈2.2× on the smaller models only ≈2–5.5, fewer "
-                "than the row-cutting that gives their +8.5 %/+13.4 % decode gains (§5.3). "
+                "Same plan with conventional synchronisation "
+                f"({conv * 1e6:.0f} µs a hand-over) at each of its {slow.syncs} GPU↔NPU "
+                f"hand-overs per token ({slow.syncs / layers:.1f} per layer; row-cut: "
+                f"{', '.join(cut)}; sibling Matmuls fork and join once). At {step_src} the "
+                f"paper's {target:g}× adds {paper_layer_ms:.2f} ms a layer = "
+                f"{paper_layer_ms * 1e-3 / conv:.1f} hand-overs. The paper's figures disagree "
+                "with one another under any cost per hand-over: Llama-8B and Llama-3B share "
+                "the Llama-3 layer (GQA, gated FFN), hence its hand-overs, yet 4.01× on "
+                "Llama-8B adds ≈6.7 ms a layer (≈14 hand-overs, as Fig. 15's 8B speeds) and "
+                "2.2× on Llama-3B ≈1.4 ms (≈3): 4.7× more per layer, where a copy even "
+                "proportional to the activations (§3.1 says it is fixed) would give at most "
+                "the FFN width ratio 14336/8192 = 1.75×. Decode hand-overs are not charged "
+                "for the fast path (§4.2), so the fitted NPU launch is untouched by them. "
                 + DECODE_NOTE,
                 details={
-                    "boundaries_per_token": fast.syncs,
+                    "handovers_per_token": slow.syncs,
                     "row_cut": cut,
-                    "paper_implied_boundaries_per_layer": round(implied, 2),
+                    "paper_added_ms_per_layer": round(paper_layer_ms, 3),
+                    "model_added_ms_per_layer": round(
+                        (slow.sync_s - fast.sync_s) / layers * 1e3, 3
+                    ),
                 },
             )
         )
@@ -534,22 +665,27 @@ def energy_checks() -> list[Check]:
     soc = _soc()
     p_gpu, p_npu = soc.gpu.p_compute, soc.npu.power_w
     analysis = _power_analysis(layer, tensor, p_gpu, p_npu)
-    implied = analysis["paper_implied_tensor_gpu_busy"]
+    a = analysis
     power_note = (
         f"Power = each processor's stack power while busy (GPU {p_gpu:.2f} W, NPU "
-        f"{p_npu:.2f} W): whole-phone figures (PPL-OpenCL and Hetero-layer of this very "
-        "figure), so with both busy the phone's base power is counted twice. No other "
-        "published figure splits the phone's base from the processors' dynamic power, so "
-        "the split is left open rather than fitted to the figure it would be checked on. "
-        "It would not close the gap: under any base B with phone power B + d_gpu·u_gpu + "
-        "d_npu·u_npu (d_gpu from PPL-OpenCL, d_npu from Hetero-layer), the paper's "
-        "Hetero-tensor power implies a GPU busy "
-        f"{implied['base_0W']:.0%} (B = 0), {implied['base_1W']:.0%} (1 W), "
-        f"{implied['base_2W']:.0%} (2 W) of the pass, yet its +24.4 % speed over Hetero-layer "
-        "at ≈1 TFLOPS on the GPU needs the GPU computing about 20 % of the FLOPs, busy "
-        f"≈60 %+ (model: {analysis['model_tensor_gpu_busy']:.0%}). The paper's powers imply "
-        "a GPU drawing far less under HeteroLLM's light load than under PPL-OpenCL (DVFS), "
-        "which it does not quantify. "
+        f"{p_npu:.2f} W), summed: the catalog's powers are this figure's whole-phone powers "
+        "of PPL-OpenCL and Hetero-layer, and summing them is the reading in which Fig. 19 "
+        "shows power above an idle phone (base B = 0; no idle or base power is published, "
+        "catalog idle_w NOT FOUND). No other figure splits base from dynamic power, so B is "
+        "left at 0 rather than fitted to the figure it would be checked on. No B closes the "
+        "gap: with phone power B + d_gpu·u_gpu + d_npu·u_npu (d_gpu from PPL-OpenCL, d_npu "
+        "from Hetero-layer, both ≥ 0 for B in "
+        f"[0, {a['feasible_base_w'][1]:.2f}] W), the paper's Hetero-tensor power allows the "
+        f"GPU busy at most {a['paper_power_max_tensor_gpu_busy']:.0%} of the pass "
+        f"({a['paper_power_tensor_gpu_busy_at_base_0']:.0%} at B = 0). Its own +24.4 % speed "
+        "over Hetero-layer needs more: the GPU must take Matmul work the NPU would spend "
+        "0.244 of a Hetero-tensor pass on, at most 1/1.5 of the NPU's speed even on FFN-down "
+        "(§4.1.1: the NPU is 1.5–2.5× the GPU there), so busy ≥ 0.244 × 1.5 plus its own "
+        f"norm/attention kernels = {a['paper_speed_min_tensor_gpu_busy']:.0%} (model: "
+        f"{a['model_tensor_gpu_busy']:.0%}, every partition balanced so both finish "
+        "together, §4.1.1). Fig. 19's powers therefore need the GPU to draw less per busy "
+        "second under Hetero-tensor than under PPL-OpenCL (a lower DVFS point for its small "
+        "shares), which the paper does not quantify. "
     )
     details: dict[str, Any] = {
         mode: {
@@ -592,14 +728,19 @@ def energy_checks() -> list[Check]:
             "fig19.tensor_over_layer_energy",
             "Hetero-tensor over Hetero-layer prefill energy",
             tensor.joules / layer.joules,
-            power_note,
+            power_note + "Energy ratio = power ratio / speed ratio: the paper's own +23.2 % "
+            "power and +24.4 % speed give 0.990×, not its 1.033×; the model's speed ratio is "
+            f"{layer.seconds / tensor.seconds:.3f}× (in tolerance), so the miss is the power "
+            "ratio's.",
         ),
         _check(
             "fig19.tensor_over_gpu_energy_efficiency",
             "Hetero-tensor over PPL-OpenCL prefill energy efficiency (tokens/s per W)",
             ppl.joules / tensor.joules,
-            power_note + "Energy efficiency ratio = energy ratio at equal tokens. (The paper's "
-            "5.87× matches its Fig. 13 speed-up 3.72× × 1/0.633; §5.6's '2.72×' appears to "
-            "be a typo.)",
+            power_note + "Energy efficiency ratio = energy ratio at equal tokens = speed ratio "
+            f"× power ratio⁻¹: the model's speed-up over PPL-OpenCL is "
+            f"{ppl.seconds / tensor.seconds:.2f}× (paper: 2.99 × 1.244 = 3.72×), so the miss is "
+            "the power ratio's. (The paper's 5.87× matches 3.72× / 0.633; §5.6's '2.72× "
+            "faster than PPL-OpenCL' would give 4.30× and appears to be a typo.)",
         ),
     ]
