@@ -77,6 +77,7 @@ def _cold() -> None:
     _build_device_model.cache_clear()
     graph._prefill_cached.cache_clear()
     graph._decode_cached.cache_clear()
+    graph._decode_frame.cache_clear()
 
 
 def test_bench_planner_screen_rate(benchmark: Any) -> None:

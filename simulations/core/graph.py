@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from typing import NamedTuple
 
 from .errors import SpecError
 from .spec import FfnKind, ModelSpec, RuntimeProfile, check_count
@@ -326,43 +327,74 @@ def _layer_ops(
     fused: bool,
 ) -> list[Op]:
     """The operators of one layer for a pass of ``tokens`` new tokens."""
-    n_l, t, p = s.n_layers, tokens, attended
-    a, kvb = prec.a, prec.kv
-    h = s.h
-    ops: list[Op] = []
-    hta = h * t * a
+    return [
+        *_pre_attention_ops(s, tokens, prec),
+        *_attention_ops(s, tokens, attended, kv_read_tokens, prec, fused),
+        *_post_attention_ops(s, tokens, prec),
+    ]
 
-    def norm(name: str) -> Op:
-        return Op(name, OpKind.NORM, n_l, _NORM_OPS * h * t, h * NORM_WEIGHT_BYTES, hta, hta)
 
-    def gemm(name: str, k: int, n: int) -> Op:
-        to_kv = name in ("k_proj", "v_proj")
-        return Op(
-            name,
-            OpKind.GEMM,
-            n_l,
-            2.0 * t * k * n,
-            weight_bytes=k * n * prec.w,
-            act_read_bytes=k * t * a,
-            act_write_bytes=0.0 if to_kv else n * t * a,
-            kv_write_bytes=n * t * kvb if to_kv else 0.0,
-            rows=t,
-            in_features=k,
-            out_features=n,
-        )
+def _norm(s: _Shapes, name: str, tokens: int, prec: Precision) -> Op:
+    hta = s.h * tokens * prec.a
+    return Op(
+        name, OpKind.NORM, s.n_layers, _NORM_OPS * s.h * tokens, s.h * NORM_WEIGHT_BYTES, hta, hta
+    )
 
-    gemms = s.gemms
-    ops.append(norm("attn_norm"))
-    ops.extend(gemm(name, k, n) for name, k, n in gemms[:3])
+
+def _gemm(s: _Shapes, name: str, k: int, n: int, tokens: int, prec: Precision) -> Op:
+    t, a = tokens, prec.a
+    to_kv = name in ("k_proj", "v_proj")
+    return Op(
+        name,
+        OpKind.GEMM,
+        s.n_layers,
+        2.0 * t * k * n,
+        weight_bytes=k * n * prec.w,
+        act_read_bytes=k * t * a,
+        act_write_bytes=0.0 if to_kv else n * t * a,
+        kv_write_bytes=n * t * prec.kv if to_kv else 0.0,
+        rows=t,
+        in_features=k,
+        out_features=n,
+    )
+
+
+def _pre_attention_ops(s: _Shapes, tokens: int, prec: Precision) -> list[Op]:
+    """A layer's operators before attention: norm, Q/K/V projections, RoPE."""
+    t, a = tokens, prec.a
+    ops = [_norm(s, "attn_norm", t, prec)]
+    ops.extend(_gemm(s, name, k, n, t, prec) for name, k, n in s.gemms[:3])
     rope_elems = (s.q_dim + s.kv_dim) * t
     ops.append(
-        Op("rope", OpKind.ROPE, n_l, _ROPE_OPS * rope_elems, 0.0, rope_elems * a, rope_elems * a)
+        Op(
+            "rope",
+            OpKind.ROPE,
+            s.n_layers,
+            _ROPE_OPS * rope_elems,
+            0.0,
+            rope_elems * a,
+            rope_elems * a,
+        )
     )
-    kv_read = s.kv_dim * kv_read_tokens * kvb  # K (or V) of every attended token, once
+    return ops
+
+
+def _attention_ops(
+    s: _Shapes,
+    tokens: int,
+    attended: int,
+    kv_read_tokens: int,
+    prec: Precision,
+    fused: bool,
+) -> list[Op]:
+    """A layer's attention: the only operators whose work depends on the cached tokens."""
+    n_l, t, p = s.n_layers, tokens, attended
+    a = prec.a
+    kv_read = s.kv_dim * kv_read_tokens * prec.kv  # K (or V) of every attended token, once
     qk_flops = 2.0 * s.head_dim * s.n_heads * p
     out_bytes = s.q_dim * t * a
     if fused:
-        ops.append(
+        return [
             Op(
                 "attention",
                 OpKind.ATTENTION,
@@ -372,23 +404,26 @@ def _layer_ops(
                 act_write_bytes=out_bytes,
                 kv_read_bytes=2 * kv_read,
             )
-        )
-    else:
-        scores = s.n_heads * p * a
-        ops.append(
-            Op("attn_score", OpKind.ATTN_SCORE, n_l, qk_flops, 0.0, out_bytes, scores, kv_read)
-        )
-        ops.append(
-            Op("softmax", OpKind.SOFTMAX, n_l, _SOFTMAX_OPS * s.n_heads * p, 0.0, scores, scores)
-        )
-        ops.append(
-            Op("attn_value", OpKind.ATTN_VALUE, n_l, qk_flops, 0.0, scores, out_bytes, kv_read)
-        )
-    ops.append(gemm(*gemms[3]))
+        ]
+    scores = s.n_heads * p * a
+    return [
+        Op("attn_score", OpKind.ATTN_SCORE, n_l, qk_flops, 0.0, out_bytes, scores, kv_read),
+        Op("softmax", OpKind.SOFTMAX, n_l, _SOFTMAX_OPS * s.n_heads * p, 0.0, scores, scores),
+        Op("attn_value", OpKind.ATTN_VALUE, n_l, qk_flops, 0.0, scores, out_bytes, kv_read),
+    ]
+
+
+def _post_attention_ops(s: _Shapes, tokens: int, prec: Precision) -> list[Op]:
+    """A layer's operators after attention: output projection, residual, FFN."""
+    n_l, t, a = s.n_layers, tokens, prec.a
+    h = s.h
+    hta = h * t * a
+    gemms = s.gemms
+    ops = [_gemm(s, *gemms[3], t, prec)]
     ops.append(Op("attn_residual", OpKind.ELEMENTWISE, n_l, h * t, 0.0, 2 * hta, hta))
-    ops.append(norm("ffn_norm"))
+    ops.append(_norm(s, "ffn_norm", t, prec))
     n_in = 2 if s.gated else 1
-    ops.extend(gemm(name, k, n) for name, k, n in gemms[4 : 4 + n_in])
+    ops.extend(_gemm(s, name, k, n, t, prec) for name, k, n in gemms[4 : 4 + n_in])
     fta = s.ffn * t * a
     if s.gated:
         ops.append(
@@ -398,7 +433,7 @@ def _layer_ops(
         ops.append(
             Op("ffn_act", OpKind.ELEMENTWISE, n_l, _PLAIN_ACT_OPS * s.ffn * t, 0.0, fta, fta)
         )
-    ops.append(gemm(*gemms[-1]))
+    ops.append(_gemm(s, *gemms[-1], t, prec))
     ops.append(Op("ffn_residual", OpKind.ELEMENTWISE, n_l, h * t, 0.0, 2 * hta, hta))
     return ops
 
@@ -499,11 +534,97 @@ def decode_graph(
 def _decode_cached(
     model: ModelSpec, batch: int, kv_tokens: int, prec: Precision, fused: bool
 ) -> PhaseGraph:
+    return _decode_frame(model, batch, prec, fused).graph(kv_tokens)
+
+
+class GraphTotals(NamedTuple):
+    """The totals of a pass (as the :class:`PhaseGraph` properties of the same names)."""
+
+    flops: float
+    bytes: float
+    weight_bytes: float
+    kv_read_bytes: float
+    kv_write_bytes: float
+
+
+def _op_terms(op: Op) -> tuple[float, float, float, float, float]:
+    """One operator's contribution to each :class:`GraphTotals` field."""
+    r = op.repeat
+    return (
+        op.flops * r,
+        op.bytes * r,
+        op.weight_bytes * r,
+        op.kv_read_bytes * r,
+        op.kv_write_bytes * r,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeFrame:
+    """The operators of a decode iteration of ``batch`` sequences, split around attention.
+
+    Only the attention operators depend on the cached tokens: the ones before them
+    (``head``: embedding, norm, Q/K/V projections, RoPE) and after them (``tail``: output
+    projection, FFN, final norm, LM head) are the same at every step of a batch. Device
+    models cost ``head`` and ``tail`` once per batch size and only attention per step;
+    :meth:`graph` is the step's full :class:`PhaseGraph` (what :func:`decode_graph` returns).
+    """
+
+    model: ModelSpec
+    shapes: _Shapes
+    batch: int
+    prec: Precision
+    fused: bool
+    head: tuple[Op, ...]
+    tail: tuple[Op, ...]
+    #: Per-field contributions (``x · repeat``) of the head and tail operators, in order.
+    head_terms: tuple[tuple[float, ...], ...]
+    tail_terms: tuple[tuple[float, ...], ...]
+
+    def attention(self, kv_tokens: int) -> tuple[Op, ...]:
+        """The attention operators of the step that starts with ``kv_tokens`` cached."""
+        attended = kv_tokens + self.batch
+        return tuple(
+            _attention_ops(self.shapes, self.batch, attended, attended, self.prec, self.fused)
+        )
+
+    def graph(self, kv_tokens: int) -> PhaseGraph:
+        """The step's operator graph (``head``, attention, ``tail``)."""
+        attended = kv_tokens + self.batch
+        ops = (*self.head, *self.attention(kv_tokens), *self.tail)
+        n = self.batch
+        return PhaseGraph(Phase.DECODE, ops, self.model.n_layers, n, n, attended, attended)
+
+    def totals(self, attention: Sequence[Op]) -> GraphTotals:
+        """The step's totals from its ``attention`` operators; each total is summed over the
+        operators in graph order, so it equals the :class:`PhaseGraph` property exactly."""
+        mid = zip(*map(_op_terms, attention), strict=True)
+        return GraphTotals._make(
+            sum((*h, *m, *t)) for h, m, t in zip(self.head_terms, mid, self.tail_terms, strict=True)
+        )
+
+
+def decode_frame(
+    model: ModelSpec, batch: int, prec: Precision = FP16, *, fused_attention: bool = False
+) -> DecodeFrame:
+    """The operators of decode iterations of ``batch`` sequences, split around attention
+    (see :class:`DecodeFrame`; cached per model, batch, precision and attention kind)."""
+    check_count("batch", batch)
+    return _decode_frame(model, batch, prec, bool(fused_attention))
+
+
+@lru_cache(maxsize=1024)
+def _decode_frame(model: ModelSpec, batch: int, prec: Precision, fused: bool) -> DecodeFrame:
     s = _shapes(model)
-    attended = kv_tokens + batch
     emb, fnorm, lm = _model_ops(s, batch, batch, prec)
-    ops = (emb, *_layer_ops(s, batch, attended, attended, prec, fused), fnorm, lm)
-    return PhaseGraph(Phase.DECODE, ops, s.n_layers, batch, batch, attended, attended)
+    head = (emb, *_pre_attention_ops(s, batch, prec))
+    tail = (*_post_attention_ops(s, batch, prec), fnorm, lm)
+
+    def terms(ops: tuple[Op, ...]) -> tuple[tuple[float, ...], ...]:
+        per_op = [_op_terms(op) for op in ops]
+        return tuple(tuple(t[i] for t in per_op) for i in range(len(GraphTotals._fields)))
+
+    return DecodeFrame(model, s, batch, prec, fused, head, tail, terms(head), terms(tail))
 
 
 def kv_cache_bytes(model: ModelSpec, tokens: int, kv_bits: int) -> float:

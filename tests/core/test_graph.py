@@ -12,6 +12,7 @@ from simulations.core.graph import (
     FP16,
     OpKind,
     Precision,
+    decode_frame,
     decode_graph,
     kv_cache_bytes,
     prefill_graph,
@@ -181,3 +182,35 @@ def _fields(m: ModelSpec) -> dict[str, object]:
             "max_context",
         )
     }
+
+
+_models = st.sampled_from(sorted(CAT.models.values(), key=lambda m: m.slug))
+_precs = st.sampled_from([FP16, W4A8, Precision(4, 16, 16), Precision(8, 8, 8)])
+
+
+@settings(max_examples=120, deadline=None)
+@given(_models, _precs, st.booleans(), st.integers(1, 256), st.integers(0, 200_000))
+def test_decode_frame_rebuilds_the_step_graph_and_its_totals_exactly(
+    model: ModelSpec, prec: Precision, fused: bool, batch: int, kv: int
+) -> None:
+    frame = decode_frame(model, batch, prec, fused_attention=fused)
+    g = decode_graph(model, batch, kv, prec, fused_attention=fused)
+    assert frame.graph(kv) == g
+    assert (*frame.head, *frame.attention(kv), *frame.tail) == g.ops
+    # Bit for bit, not approximately: device models cost steps from these totals.
+    assert tuple(frame.totals(frame.attention(kv))) == (
+        g.flops,
+        g.bytes,
+        g.weight_bytes,
+        g.kv_read_bytes,
+        g.kv_write_bytes,
+    )
+
+
+def test_only_attention_changes_between_decode_steps_of_a_batch() -> None:
+    a, b = decode_graph(LLAMA2_7B, 4, 100), decode_graph(LLAMA2_7B, 4, 5000)
+    changed = {x.name for x, y in zip(a.ops, b.ops, strict=True) if x != y}
+    assert changed == {"attn_score", "softmax", "attn_value"}
+    assert decode_frame(LLAMA2_7B, 4).attention(100) == tuple(
+        op for op in a.ops if op.name in changed
+    )

@@ -16,11 +16,13 @@ from dataclasses import dataclass
 
 from simulations.core.errors import SpecError
 from simulations.core.graph import (
+    DecodeFrame,
+    GraphTotals,
     Op,
     OpKind,
     PhaseGraph,
     Precision,
-    decode_graph,
+    decode_frame,
     gemm_params,
     prefill_graph,
 )
@@ -61,6 +63,18 @@ class _Design:
     tile_w: float
     tile_m: float
     buffer_ch: float  # bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _DecodePlan:
+    """A decode step's costs that do not depend on the cached tokens (per model and batch):
+    every operator but attention, and the memory the weights take."""
+
+    frame: DecodeFrame
+    head_s: tuple[float, ...]  # seconds × repeat of each operator before attention
+    tail_s: tuple[float, ...]  # … and after it
+    weights: float
+    kv_per_token: float
 
 
 @register_device_model(DeviceKind.FPGA)
@@ -144,6 +158,7 @@ class FpgaModel(DeviceModel):
         self.power_w = pos("power_w")
         self._siblings: dict[int, FpgaModel] = {self.prefetch_ratio: self}
         self._cache: dict[tuple[object, ...], PhaseCost] = {}
+        self._plans: dict[tuple[ModelSpec, int], _DecodePlan] = {}
 
     # --- public API ----------------------------------------------------------------------
 
@@ -173,20 +188,28 @@ class FpgaModel(DeviceModel):
             return hit
         self._check_fits(model, g.tokens)
         seconds = sum(self._prefill_op(op) * op.repeat for op in g.ops)
-        cost = self._phase_cost(g, seconds)
+        cost = self._phase_cost(g, seconds, decode=False)
         self._remember(key, cost)
         return cost
 
     def decode_step(self, model: ModelSpec, batch: int, kv_tokens: int) -> PhaseCost:
         """Cost of one decode iteration at this model's prefetch ratio."""
-        g = decode_graph(model, batch, kv_tokens, self.precision)
+        check_count("batch", batch)
+        check_count("kv_tokens", kv_tokens, minimum=0, maximum=10**12)
         key = ("d", model, batch, kv_tokens)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        self._check_fits(model, kv_tokens + batch)
-        seconds = sum(self._decode_op(op) * op.repeat for op in g.ops)
-        cost = self._phase_cost(g, seconds)
+        plan = self._decode_plan(model, batch)
+        needed = plan.weights + plan.kv_per_token * (kv_tokens + batch)
+        check_capacity(self.device, needed, f"{model.slug} on {self.runtime.slug}")
+        # Only attention depends on the cached tokens; the sum runs over the operators in
+        # graph order, so it equals the sum over decode_graph(...).ops exactly.
+        attn = plan.frame.attention(kv_tokens)
+        seconds = sum(
+            (*plan.head_s, *(self._decode_op(op) * op.repeat for op in attn), *plan.tail_s)
+        )
+        cost = self._phase_cost(plan.frame.totals(attn), seconds, decode=True)
         self._remember(key, cost)
         return cost
 
@@ -276,10 +299,9 @@ class FpgaModel(DeviceModel):
         other = self._stream(op.bytes - op.weight_bytes, d.tile_w)
         return max(compute, weights + other)
 
-    def _phase_cost(self, g: PhaseGraph, seconds: float) -> PhaseCost:
+    def _phase_cost(self, g: PhaseGraph | GraphTotals, seconds: float, decode: bool) -> PhaseCost:
         d = self.design
         meta = g.weight_bytes * d.tile_m / d.tile_w
-        decode = g.phase.value == "decode"
         # Decode keeps activations on chip, so HBM sees weights, metadata and the KV cache.
         traffic = (
             g.weight_bytes + meta + g.kv_read_bytes + g.kv_write_bytes if decode else g.bytes + meta
@@ -287,6 +309,21 @@ class FpgaModel(DeviceModel):
         return PhaseCost(
             seconds=seconds, joules=self.power_w * seconds, flops=g.flops, bytes=traffic
         )
+
+    def _decode_plan(self, model: ModelSpec, batch: int) -> _DecodePlan:
+        plan = self._plans.get((model, batch))
+        if plan is None:
+            frame = decode_frame(model, batch, self.precision)
+            if len(self._plans) >= 4096:
+                self._plans.clear()
+            plan = self._plans[(model, batch)] = _DecodePlan(
+                frame,
+                tuple(self._decode_op(op) * op.repeat for op in frame.head),
+                tuple(self._decode_op(op) * op.repeat for op in frame.tail),
+                self.weights_bytes(model),
+                self.kv_bytes_per_token(model),
+            )
+        return plan
 
     def _check_fits(self, model: ModelSpec, resident_tokens: int) -> None:
         needed = self.weights_bytes(model) + self.kv_bytes_per_token(model) * resident_tokens

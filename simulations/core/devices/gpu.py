@@ -13,16 +13,18 @@ from dataclasses import dataclass
 
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.graph import (
+    DecodeFrame,
+    GraphTotals,
     Op,
     PhaseGraph,
     Precision,
-    decode_graph,
+    decode_frame,
     prefill_graph,
 )
 from simulations.core.graph import (
     weight_bytes as graph_weight_bytes,
 )
-from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProfile
+from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProfile, check_count
 
 from . import register_device_model
 from .base import DeviceModel, PhaseCost
@@ -85,6 +87,22 @@ class OpTime:
         return "compute" if self.compute_s >= self.memory_s else "memory"
 
 
+@dataclass(frozen=True, slots=True)
+class _DecodePlan:
+    """What a decode step costs outside attention (per model and batch): the timeline after
+    the operators before attention, each later operator's increments, the host-only time,
+    the largest activation workspace and the memory of the weights."""
+
+    frame: DecodeFrame
+    per_op: float
+    host_only: float
+    head: tuple[float, float, float]  # (seconds, compute-bound, memory-bound) after the head
+    tail: tuple[tuple[bool, float, float], ...]  # (compute-bound, kernel time, seconds)
+    workspace: float
+    weights: float
+    kv_per_token: float
+
+
 @register_device_model(DeviceKind.GPU)
 class GpuModel(DeviceModel):
     """Roofline GPU with per-kernel host overhead (GLITCHES §III-A, Tables I–II).
@@ -137,6 +155,7 @@ class GpuModel(DeviceModel):
         self.p_memory = frac_param(runtime, "power_memory_frac", 1.0) * device.tdp_w
         self.p_wait = frac_param(runtime, "power_wait_frac", 0.0) * device.tdp_w
         self._cache: dict[tuple[object, ...], PhaseCost] = {}
+        self._plans: dict[tuple[ModelSpec, int], _DecodePlan] = {}
 
     # --- public API ----------------------------------------------------------------------
 
@@ -158,15 +177,37 @@ class GpuModel(DeviceModel):
 
     def decode_step(self, model: ModelSpec, batch: int, kv_tokens: int) -> PhaseCost:
         """Cost of one decode iteration of ``batch`` sequences over ``kv_tokens`` cached."""
-        g = decode_graph(
-            model, batch, kv_tokens, self.precision, fused_attention=self.fused_attention
-        )
+        check_count("batch", batch)
+        check_count("kv_tokens", kv_tokens, minimum=0, maximum=10**12)
         key = ("d", model, batch, kv_tokens)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        self._check_fits(model, g, kv_tokens + batch)
-        cost = self._cost(g)
+        plan = self._decode_plan(model, batch)
+        attn = plan.frame.attention(kv_tokens)
+        workspace = max(plan.workspace, *(op.act_read_bytes + op.act_write_bytes for op in attn))
+        needed = plan.weights + plan.kv_per_token * (kv_tokens + batch) + workspace
+        check_capacity(self.device, needed, f"{model.slug} (decode)")
+        # The same accumulation as _split over decode_graph(...).ops, in the same order, with
+        # the operators around attention (the same at every step) replayed from the plan.
+        seconds, t_comp, t_mem = plan.head
+        per_op = plan.per_op
+        for op in attn:
+            comp, x, y = self._op_terms(op, per_op)
+            if comp:
+                t_comp += x
+            else:
+                t_mem += x
+            seconds += y
+        for comp, x, y in plan.tail:
+            if comp:
+                t_comp += x
+            else:
+                t_mem += x
+            seconds += y
+        seconds += plan.host_only
+        t_wait = max(0.0, seconds - t_comp - t_mem)
+        cost = self._priced(plan.frame.totals(attn), seconds, t_comp, t_mem, t_wait)
         self._remember(key, cost)
         return cost
 
@@ -196,10 +237,9 @@ class GpuModel(DeviceModel):
         m = op.bytes / self.bw
         return OpTime(op.name, max(c, m), c, m, op.repeat)
 
-    def _split(self, g: PhaseGraph) -> tuple[float, float, float, float]:
-        """(seconds, compute-bound, memory-bound, waiting) seconds of one pass."""
-        layer = g.layer_ops
-        n_ops = len(layer)
+    def _host(self, n_ops: int, n_layers: int) -> tuple[float, float]:
+        """(host time per graph operator, host-only time per pass) for a pass whose layers
+        have ``n_ops`` graph operators."""
         kpl = self.runtime.kernels_per_layer
         launch = self.launch_s
         # Host time per graph operator; glue kernels beyond the graph's operators cost a
@@ -211,28 +251,78 @@ class GpuModel(DeviceModel):
             per_op = launch
         else:
             per_op = launch * kpl / n_ops
-        host_only = (max(0, kpl - n_ops) * g.n_layers + self.kernels_per_pass) * launch
+        host_only = (max(0, kpl - n_ops) * n_layers + self.kernels_per_pass) * launch
+        return per_op, host_only
+
+    def _op_terms(self, op: Op, per_op: float) -> tuple[bool, float, float]:
+        """(compute-bound?, kernel time × repeat, seconds × repeat) of one operator."""
+        c = op.flops / self.ops_rate
+        m = op.bytes / self.bw
+        r = op.repeat
+        if c >= m:
+            return True, c * r, (c if c > per_op else per_op) * r
+        return False, m * r, (m if m > per_op else per_op) * r
+
+    def _split(self, g: PhaseGraph) -> tuple[float, float, float, float]:
+        """(seconds, compute-bound, memory-bound, waiting) seconds of one pass."""
+        per_op, host_only = self._host(len(g.layer_ops), g.n_layers)
         seconds = t_comp = t_mem = 0.0
-        rate, bw = self.ops_rate, self.bw
         for op in g.ops:
-            c = op.flops / rate
-            m = op.bytes / bw
-            r = op.repeat
-            if c >= m:
-                t_comp += c * r
-                seconds += (c if c > per_op else per_op) * r
+            comp, x, y = self._op_terms(op, per_op)
+            if comp:
+                t_comp += x
             else:
-                t_mem += m * r
-                seconds += (m if m > per_op else per_op) * r
+                t_mem += x
+            seconds += y
         seconds += host_only
         # Waiting is what is left once the kernels' own time is taken out (never negative).
         t_wait = max(0.0, seconds - t_comp - t_mem)
         return seconds, t_comp, t_mem, t_wait
 
     def _cost(self, g: PhaseGraph) -> PhaseCost:
-        seconds, t_comp, t_mem, t_wait = self._split(g)
+        return self._priced(g, *self._split(g))
+
+    def _priced(
+        self,
+        g: PhaseGraph | GraphTotals,
+        seconds: float,
+        t_comp: float,
+        t_mem: float,
+        t_wait: float,
+    ) -> PhaseCost:
         joules = self.p_compute * t_comp + self.p_memory * t_mem + self.p_wait * t_wait
         return PhaseCost(seconds=seconds, joules=joules, flops=g.flops, bytes=g.bytes)
+
+    def _decode_plan(self, model: ModelSpec, batch: int) -> _DecodePlan:
+        plan = self._plans.get((model, batch))
+        if plan is not None:
+            return plan
+        frame = decode_frame(model, batch, self.precision, fused_attention=self.fused_attention)
+        n_attn = len(frame.attention(0))
+        # Layer operators: all but the embedding (head) and final norm + LM head (tail).
+        n_ops = len(frame.head) - 1 + n_attn + len(frame.tail) - 2
+        per_op, host_only = self._host(n_ops, model.n_layers)
+        seconds = t_comp = t_mem = 0.0
+        for op in frame.head:
+            comp, x, y = self._op_terms(op, per_op)
+            if comp:
+                t_comp += x
+            else:
+                t_mem += x
+            seconds += y
+        if len(self._plans) >= 4096:
+            self._plans.clear()
+        plan = self._plans[(model, batch)] = _DecodePlan(
+            frame,
+            per_op,
+            host_only,
+            (seconds, t_comp, t_mem),
+            tuple(self._op_terms(op, per_op) for op in frame.tail),
+            max(op.act_read_bytes + op.act_write_bytes for op in (*frame.head, *frame.tail)),
+            self.weights_bytes(model),
+            model.kv_bytes_per_token(self.runtime.kv_bits),
+        )
+        return plan
 
     def _check_fits(self, model: ModelSpec, g: PhaseGraph, resident_tokens: int) -> None:
         workspace = max((op.act_read_bytes + op.act_write_bytes) for op in g.ops)

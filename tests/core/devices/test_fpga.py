@@ -175,3 +175,28 @@ def test_latency_is_monotone_in_sequence_length(m: int, n: int, extra: int) -> N
         fm.decode_step(LLAMA2_7B, 1, n + extra).seconds >= fm.decode_step(LLAMA2_7B, 1, n).seconds
     )
     assert fm.prefill(LLAMA2_7B, [n + extra]).seconds >= fm.prefill(LLAMA2_7B, [n]).seconds
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(sorted(CAT.models.values(), key=lambda m: m.slug)),
+    st.sampled_from([1, 2, 3, 4, 8, 16]),
+    st.integers(1, 64),
+    st.integers(0, 40_000),
+)
+def test_decode_step_equals_the_per_operator_cost_of_its_graph_exactly(
+    model: ModelSpec, prefetch: int, batch: int, kv: int
+) -> None:
+    # decode_step costs the operators around attention once per batch; it must give the
+    # same bits as costing the step's whole graph operator by operator.
+    fm = fpga(prefetch)
+    g = decode_graph(model, batch, kv, fm.precision)
+    try:
+        fm._check_fits(model, kv + batch)
+    except CapacityError as exc:
+        with pytest.raises(CapacityError) as fast:
+            fm.decode_step(model, batch, kv)
+        assert str(fast.value) == str(exc)
+        return
+    seconds = sum(fm.op_seconds(g).values())
+    assert fm.decode_step(model, batch, kv) == fm._phase_cost(g, seconds, decode=True)

@@ -183,3 +183,35 @@ def test_latency_is_monotone_in_sequence_length(
     gm = GpuModel(dev, rt)
     assert gm.prefill(model, [n + extra]).seconds >= gm.prefill(model, [n]).seconds
     assert gm.decode_step(model, 1, n + extra).seconds >= gm.decode_step(model, 1, n).seconds
+
+
+_stacks = st.sampled_from(
+    sorted(
+        {
+            (d.slug, r.slug)
+            for d in GPUS
+            for r in CAT.runtimes.values()
+            if r.slug in {"hf-eager-fp16", "vllm-fp16"} or CAT.default_runtime(d).slug == r.slug
+        }
+    )
+)
+_any_model = st.sampled_from(sorted(CAT.models.values(), key=lambda m: m.slug))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_stacks, _any_model, st.integers(1, 128), st.integers(0, 40_000))
+def test_decode_step_equals_the_per_operator_roofline_of_its_graph_exactly(
+    stack: tuple[str, str], model: ModelSpec, batch: int, kv: int
+) -> None:
+    # decode_step replays the operators around attention from a per-batch plan; it must
+    # give the same bits as costing the step's whole graph operator by operator.
+    gm = GpuModel(CAT.device(stack[0]), CAT.runtime(stack[1]))
+    g = decode_graph(model, batch, kv, gm.precision, fused_attention=gm.fused_attention)
+    try:
+        gm._check_fits(model, g, kv + batch)
+    except CapacityError as exc:
+        with pytest.raises(CapacityError) as fast:
+            gm.decode_step(model, batch, kv)
+        assert str(fast.value) == str(exc)
+        return
+    assert gm.decode_step(model, batch, kv) == gm._cost(g)
