@@ -511,8 +511,9 @@ def sync_checks() -> list[Check]:
 
     sync_note = (
         "The same plan (made for fast synchronisation, as HeteroLLM's) run with conventional "
-        f"synchronisation: ≈400 µs copy + 75 µs GPU queue refill = {conv * 1e6:.0f} µs at "
-        "every GPU↔NPU hand-over, against 75 µs (prefill, NPU-dominant, NPU→GPU only) or 0 "
+        "synchronisation: a ≈400 µs copy at every GPU↔NPU hand-over, plus the 75 µs refill "
+        f"of the drained GPU queue where a GPU kernel is submitted next ({conv * 1e6:.0f} µs "
+        "in all), against 75 µs (prefill, NPU-dominant, into GPU kernels only) or 0 "
         "(decode, GPU-dominant) with fast synchronisation (§3.1, §4.2). Hand-overs are "
         "fork-join at data dependencies: sibling Matmuls (q/k/v, gate/up) fork once and "
         "join once (§4.1.1, §4.3), so a layer has at most 8 (norm→QKV, QKV→RoPE, "
@@ -627,8 +628,8 @@ def sync_checks() -> list[Check]:
                 f"fig17.{m}_fast_sync_gain",
                 f"fast-sync decode speed-up, Hetero-tensor, {MODELS[m]}, prompt 256",
                 slow.seconds / fast.seconds,
-                "Same plan with conventional synchronisation "
-                f"({conv * 1e6:.0f} µs a hand-over) at each of its {slow.syncs} GPU↔NPU "
+                "Same plan with conventional synchronisation (copy + GPU queue refill, "
+                f"{conv * 1e6:.0f} µs a hand-over) at each of its {slow.syncs} GPU↔NPU "
                 f"hand-overs per token ({slow.syncs / layers:.1f} per layer; row-cut: "
                 f"{', '.join(cut)}; sibling Matmuls fork and join once). At {step_src} the "
                 f"paper's {target:g}× adds {paper_layer_ms:.2f} ms a layer = "

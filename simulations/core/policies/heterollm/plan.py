@@ -26,8 +26,9 @@ The *decider* (§4.3) places every kernel by mode, phase and sequence length:
 
 *Synchronisation* (§3.1, §4.2) is charged per kernel boundary whose two kernels do not run
 on the same single processor (a kernel split over both processors forks and joins):
-conventional synchronisation costs a copy (``clEnqueueWriteBuffer``, fixed ≈400 µs) plus the
-refill of the drained GPU queue (50–100 µs) at every such boundary; fast synchronisation
+conventional synchronisation costs a copy (``clEnqueueWriteBuffer``, fixed ≈400 µs) at every
+such boundary plus the refill of the drained GPU queue (50–100 µs) where a GPU kernel is
+submitted after it; fast synchronisation
 (shared buffers, predicted sleep then polling) costs only the submission of the next GPU
 kernel to an empty queue when a GPU kernel waits for the NPU in the NPU-dominant prefill,
 and nothing in the GPU-dominant decode, where the next GPU kernel is already queued behind
@@ -215,15 +216,20 @@ class Decider:
     def boundary_s(self, a: str, b: str, *, decode: bool, fast: bool | None = None) -> float:
         """Cost of the boundary between a kernel on ``a`` and the next on ``b``.
 
-        With fast synchronisation only a GPU kernel waiting for NPU work pays (submission to
-        an empty queue), unless the phase is GPU-dominant (decode) and the GPU had a share
-        of the previous kernel, so the next GPU kernel was already queued behind it (§4.2).
+        Conventional synchronisation copies the hand-over tensor (fixed ≈400 µs, §3.1) and,
+        when a GPU kernel follows, refills the GPU queue the wait drained (50–100 µs, §3.1);
+        a hand-over to a kernel wholly on the NPU submits nothing to the GPU, whose next
+        kernel pays its refill at the NPU→GPU hand-over after it. With fast synchronisation
+        only a GPU kernel waiting for NPU work pays (submission to an empty queue), unless
+        the phase is GPU-dominant (decode) and the GPU had a share of the previous kernel, so
+        the next GPU kernel was already queued behind it (§4.2).
         """
         if a == b and a != BOTH:
             return 0.0
         sync = self.soc.sync
         if not (self.fast_sync if fast is None else fast):
-            return sync.conventional_s()
+            refill = sync.conventional_s() - sync.copy_latency_us * 1e-6
+            return sync.copy_latency_us * 1e-6 + (refill if GPU in b else 0.0)
         if GPU in b and NPU in a:
             return sync.fast_s(gpu_dominant=decode and GPU in a)
         return 0.0
