@@ -55,7 +55,10 @@ the NPU, all on the GPU) and keeps the fastest: the paper's per-kernel ``T_sync`
 see which neighbours share a boundary, the executed pass does.
 
 Deviations: kernels run one after another in graph order (no overlap of independent
-kernels beyond the GPU/NPU halves of one partitioned kernel); NPU graph launches cost
+kernels beyond the GPU/NPU halves of one partitioned kernel); in decode a row-cut kernel
+hands over for free with fast synchronisation even when its NPU share ends after the GPU's
+(the solver balances the shares, so this happens by a few µs; §4.2 assumes the GPU share
+is the longer one, leaving the next GPU kernel queued behind it); NPU graph launches cost
 nothing beyond the NPU model; graph preparation (online-prepare) occupies neither processor
 (it runs in the CPU-side compiler) and is charged as latency only.
 """
