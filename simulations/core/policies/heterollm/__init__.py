@@ -166,7 +166,8 @@ class HeteroLLMPolicy(Policy):
             bool,
             True,
             "fast synchronisation (shared buffers, predicted sleep then polling, §4.2); "
-            "false: conventional copy + GPU queue refill at every GPU↔NPU boundary",
+            "false: a conventional copy at every GPU↔NPU hand-over, plus a GPU queue refill "
+            "where a GPU kernel follows",
         ),
         OptionSpec(
             "plan_for_fast_sync",
