@@ -169,6 +169,11 @@ def evaluate_config(
             seconds=time.perf_counter() - t0,
         )
     metrics = finite({k: result[k] for k in KEPT_METRICS if k in result})
+    # Capital cost is the plan's (a device entry may quote a price the catalog lacks).
+    metrics["capex_usd"] = config.capex_usd
+    thr = metrics.get("throughput_tok_s")
+    if isinstance(thr, int | float) and config.capex_usd > 0:
+        metrics["cost_efficiency_tok_s_per_usd"] = thr / config.capex_usd
     misses = target_misses(plan.targets, metrics)
     return Evaluation(
         config.key,

@@ -70,10 +70,17 @@ from simulations.core.policies.glitches import (
     apply_prefetch_ratio,
     host_round_trip_s,
 )
+from simulations.core.policies.neo.costs import StageCosts
+from simulations.core.policies.neo.policy import (
+    NeoBasePolicy,
+    activation_bytes,
+    gpu_kv_pool,
+)
+from simulations.core.policies.neo.tp import TensorParallelGpu, shard_model
 from simulations.core.spec import DeviceKind, DevicePlacement, SystemSpec
 
 from .space import Config, Group, Signature
-from .spec import PlanSpec
+from .spec import TENSOR_PARALLEL_POLICIES, PlanSpec
 
 #: Relative slack applied to every bound in the optimistic direction (float rounding).
 SLACK = 1e-6
@@ -155,7 +162,11 @@ class CostTable:
 
 
 def _compute_rate(dm: DeviceModel) -> float | None:
-    """Achieved compute rate (OP/s) that bounds every operator's time from below."""
+    """Achieved compute rate (OP/s) that bounds every operator's time from below (for a
+    tensor-parallel group: its GPUs together, each computing its shard in lockstep)."""
+    if isinstance(dm, TensorParallelGpu):
+        inner = _compute_rate(dm.inner)
+        return None if inner is None else inner * dm.tp
     if isinstance(dm, GpuModel):
         return float(dm.ops_rate)
     if isinstance(dm, FpgaModel):
@@ -208,15 +219,24 @@ class CostCache:
         self.plan = plan
         self.requests = requests
         self.req = Requests.of(requests)
-        self._tables: dict[tuple[int, int | None], CostTable] = {}
+        self._tables: dict[tuple[int, int | None, int | None], CostTable] = {}
+        self._stages: dict[tuple[Any, ...], tuple[StageCosts, int]] = {}
         self._fits: dict[tuple[Any, ...], str | None] = {}
         self.seconds = 0.0
 
-    def unit(self, entry: int, prefetch: int | None) -> Unit:
+    def unit(self, entry: int, prefetch: int | None, tp: int | None = None) -> Unit:
         """One engine unit of ``entry`` built as the policies build it (FPGA prefetch ratio
-        and host round trip per decode step); CapacityError when the weights do not fit."""
+        and host round trip per decode step; with ``tp``, the ``gpu-only`` policy's
+        tensor-parallel group of ``tp`` GPUs); CapacityError when the weights do not fit."""
         choice = self.plan.devices[entry]
         model = self.plan.model
+        if tp is not None:
+            inner = build_device_model(choice.device, choice.runtime)
+            if not isinstance(inner, GpuModel):
+                raise SpecError("devices", "a tensor-parallel group needs the GPU model")
+            shard_model(model, tp)  # SpecError when the heads do not divide
+            dm: DeviceModel = inner if tp == 1 else TensorParallelGpu(inner, tp)
+            return Unit(0, 0, choice.device, choice.runtime, "gpu", dm, model, timeline_cap=0)
         placement = DevicePlacement(choice.device, 1, choice.runtime, "")
         fpga = choice.device.kind is DeviceKind.FPGA
 
@@ -229,15 +249,16 @@ class CostCache:
 
         return build_units([placement], model, factory, step_overhead_s=overhead, timeline_cap=0)[0]
 
-    def table(self, entry: int, prefetch: int | None) -> CostTable:
-        """Costs of every request on ``entry`` (``prefetch``: FPGA prefetch ratio)."""
+    def table(self, entry: int, prefetch: int | None, tp: int | None = None) -> CostTable:
+        """Costs of every request on ``entry`` (``prefetch``: FPGA prefetch ratio; ``tp``:
+        a tensor-parallel group of that many GPUs as one unit)."""
         fpga = self.plan.devices[entry].device.kind is DeviceKind.FPGA
-        key = (entry, prefetch if fpga else None)
+        key = (entry, prefetch if fpga else None, tp)
         hit = self._tables.get(key)
         if hit is not None:
             return hit
         t0 = time.perf_counter()
-        unit = self.unit(entry, prefetch)
+        unit = self.unit(entry, prefetch, tp)
         r = self.req
         lens, inverse = np.unique(r.p, return_inverse=True)
         pre = np.full((len(lens), 3), np.inf)
@@ -259,8 +280,12 @@ class CostCache:
         decode_kv_s = np.zeros(r.n)
         weights_s = 0.0
         dm = unit.dm
+        model = self.plan.model
+        if isinstance(dm, TensorParallelGpu) and isinstance(dm.inner, GpuModel):
+            # Each GPU of the group streams its shard's weights and KV in lockstep.
+            model = shard_model(model, dm.tp)
+            dm = dm.inner
         if isinstance(dm, GpuModel):
-            model = self.plan.model
             g = decode_graph(model, 1, 1, dm.precision, fused_attention=dm.fused_attention)
             shared = sum(
                 op.weight_bytes * op.repeat for op in g.ops if op.kind is not OpKind.EMBEDDING
@@ -286,17 +311,66 @@ class CostCache:
         self.seconds += time.perf_counter() - t0
         return table
 
-    def fit(self, sig: Signature) -> str | None:
-        """Why the engine's constructors reject this signature (None if they accept it)."""
-        key = (sig.policy, sig.options, sig.roles)
+    def fit(self, sig: Signature, tp: int | None = None) -> str | None:
+        """Why the engine's constructors reject this signature (None if they accept it);
+        ``tp``: the GPU count of a tensor-parallel policy."""
+        key = (sig.policy, sig.options, sig.roles, tp)
         if key not in self._fits:
-            self._fits[key] = self._fit(sig)
+            self._fits[key] = self._fit(sig, tp)
         return self._fits[key]
 
-    def _fit(self, sig: Signature) -> str | None:
+    def stages(self, sig: Signature, tp: int) -> tuple[StageCosts, int]:
+        """The exact stage costs of a Neo-style node and its ``max_batch`` (after
+        :meth:`fit` accepted it)."""
+        if self.fit(sig, tp) is not None:
+            raise SpecError("policy", "the node does not fit; it has no stage costs")
+        return self._stages[(sig.policy, sig.options, sig.roles, tp)]
+
+    def _placements(self, sig: Signature, tp: int | None) -> tuple[DevicePlacement, ...]:
+        return tuple(
+            DevicePlacement(
+                self.plan.devices[e].device,
+                tp if tp is not None and role == "gpu" else 1,
+                self.plan.devices[e].runtime,
+                role,
+            )
+            for role, e in sig.roles
+        )
+
+    def _fit(self, sig: Signature, tp: int | None) -> str | None:
         opts = get_policy(sig.policy).resolve_options(dict(sig.options))
         try:
-            if sig.policy == "homogeneous":
+            if sig.policy in ("neo", "fastdecode+"):
+                assert tp is not None
+                policy = get_policy(sig.policy)()
+                assert isinstance(policy, NeoBasePolicy)
+                system = SystemSpec("fit", sig.policy, self._placements(sig, tp), opts)
+                sim = policy.build(system, self.plan.model, self.requests)
+                key = (sig.policy, sig.options, sig.roles, tp)
+                self._stages[key] = (sim.costs, int(opts["max_batch"]))
+            elif sig.policy == "gpu-only":
+                assert tp is not None
+                # The construction GpuOnlyPolicy.simulate runs before simulating.
+                entry = sig.roles[0][1]
+                unit = self.unit(entry, None, tp)
+                dm = unit.dm
+                inner = dm.inner if isinstance(dm, TensorParallelGpu) else dm
+                assert isinstance(inner, GpuModel)
+                shard = shard_model(self.plan.model, tp)
+                bs = int(opts["block_size"])
+                tokens = int(opts["max_batched_tokens"])
+                util = float(opts["memory_utilization"])
+                gpu_kv_pool(inner, shard, utilization=util, tokens=tokens, block_size=bs)
+                act = activation_bytes(inner, shard, tokens)
+                BatchingSim(
+                    self.requests,
+                    [unit],
+                    max_batch=int(opts["max_batch"]),
+                    block_size=bs,
+                    memory_utilization=util - act / inner.memory_capacity_bytes,
+                    max_batched_tokens=tokens,
+                )
+            elif sig.policy == "homogeneous":
                 BatchingSim(
                     self.requests,
                     [self.unit(sig.roles[0][1], int(opts["prefetch_ratio"]))],
@@ -321,6 +395,26 @@ class CostCache:
         except SpecError as exc:
             return f"invalid: {exc.field}: {exc.message}"
         return None
+
+
+_NO_ROOM = "memory: a request's prefill or decode exceeds the device memory"
+
+
+def _prompt_compute_s(costs: StageCosts, p: int) -> float:
+    """One layer's compute seconds of a ``p``-token prompt's linear stage and prefill
+    attention (FLOPs at the achieved rate), as a share that stays a lower bound when
+    prompts are packed with others: an operator's compute time is ``c0 + c1·tokens +
+    c2·attended``, so a share drops a positive intercept (paid once per pass) and keeps a
+    negative one (only lowers the share)."""
+    total = 0.0
+    for op in costs._lin:
+        c0, c1, _ = op.c
+        total += min(c0, 0.0) + c1 * p
+    attended = costs._attended(costs.fused, [p])
+    for op in costs._pre_attn:
+        c0, c1, c2 = op.c
+        total += min(c0, 0.0) + c1 * p + c2 * attended
+    return max(total, 0.0)
 
 
 # --- the queueing bound ----------------------------------------------------------------------
@@ -421,6 +515,26 @@ class GroupScreen:
     late_lb: np.ndarray
     utilisation: np.ndarray
     detail: str = ""
+    #: Per-configuration details (when they differ within the group), else ``detail``.
+    details: tuple[str, ...] = ()
+
+    @classmethod
+    def concat(cls, parts: Sequence[GroupScreen]) -> GroupScreen:
+        """The verdicts of consecutive configurations, in order (details joined)."""
+        details = list(dict.fromkeys(p.detail for p in parts if p.detail))
+        return cls(
+            np.concatenate([p.reason for p in parts]),
+            np.concatenate([p.ttft_ms for p in parts]),
+            np.concatenate([p.tpot_ms for p in parts]),
+            np.concatenate([p.throughput_ub for p in parts]),
+            np.concatenate([p.energy_lb for p in parts]),
+            np.concatenate([p.late_lb for p in parts]),
+            np.concatenate([p.utilisation for p in parts]),
+            "; ".join(details),
+            tuple(
+                p.details[i] if p.details else p.detail for p in parts for i in range(len(p.reason))
+            ),
+        )
 
     @classmethod
     def rejected(cls, n: int, code: str, detail: str) -> GroupScreen:
@@ -460,7 +574,7 @@ class GroupScreen:
             "utilisation_estimate": num(self.utilisation[i]),
         }
         if code in ("memory", "invalid"):
-            out["detail"] = self.detail
+            out["detail"] = self.details[i] if self.details else self.detail
         return out
 
 
@@ -558,10 +672,24 @@ class Screen:
         opts = get_policy("homogeneous").resolve_options(dict(sig.options))
         entry = sig.roles[0][1]
         t = self.cache.table(entry, int(opts["prefetch_ratio"]))
+        return self._whole_requests(t, int(opts["max_batch"]), (entry, sig.options), cmax)
+
+    def _gpu_only(self, sig: Signature, tp: int) -> _Bounds | None:
+        """``gpu-only``: the engine's continuous batching on one unit, the tensor-parallel
+        group of ``tp`` GPUs (one server: capacity column 0 is 1)."""
+        opts = get_policy("gpu-only").resolve_options(dict(sig.options))
+        entry = sig.role_entry("gpu")
+        assert entry is not None
+        t = self.cache.table(entry, None, tp)
+        return self._whole_requests(t, int(opts["max_batch"]), ("tp", entry, sig.options, tp), 1)
+
+    def _whole_requests(
+        self, t: CostTable, max_batch: int, key: tuple[Any, ...], cmax: int
+    ) -> _Bounds | None:
+        """Units that each prefill and decode whole requests (the engine's batching)."""
         if not t.finite:
             return None
         r = self.req
-        max_batch = int(opts["max_batch"])
         per_step = self._per_step(t.decode_s)
         b = _Bounds(
             ttft_req=t.prefill_s,
@@ -578,7 +706,7 @@ class Screen:
                     return np.minimum(serve[idx], end - r.a[idx] - ttft_s + t.prefill_s[idx])
 
                 late = self._late(
-                    ("h1", entry, sig.options, ttft_s),
+                    ("h1", *key, ttft_s),
                     np.full(r.n, ttft_s),
                     work,
                     t.prefill_s <= ttft_s * (1 + SLACK),
@@ -597,14 +725,14 @@ class Screen:
         for q, ttft_ms in self.plan.targets.ttft():
             ttft_s = ttft_ms / 1e3
             late = self._late(
-                ("hb", entry, sig.options, ttft_s),
+                ("hb", *key, ttft_s),
                 np.full(r.n, ttft_s),
                 lambda idx, end: t.prefill_compute_s[idx],
                 t.prefill_s <= ttft_s * (1 + SLACK),
                 cmax,
             )
             b.checks.append(_LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
-        self._both_checks(b, ("hb", entry, sig.options), t.prefill_s, per_step, work_s, (0,), cmax)
+        self._both_checks(b, ("hb", *key), t.prefill_s, per_step, work_s, (0,), cmax)
         b.work.append((float(work_s.sum()), (0,)))
         b.power_w = (t.floor_w,)
         return b
@@ -665,6 +793,75 @@ class Screen:
         b.excess_j = float(np.sum(g.prefill_j - g.idle_w * g.prefill_s + excess_d))
         return b
 
+    def _neo(self, sig: Signature, tp: int) -> _Bounds:
+        """``neo`` and ``fastdecode+``: one node whose iterations run back to back (one
+        server: capacity column 0 is 1), each lasting at least its GPU linear stage.
+
+        From :class:`~simulations.core.policies.neo.sim.NeoSim`: an iteration lasts at least
+        ``L × (T_l0 + T_ga0)`` plus its pre/post-layer (two-batch: ``max{T_l0, T_ca1} +
+        max{T_l1 + T_ga0, T_ca0}`` per layer is at least that, and at least ``T_l + T_ca``
+        of the sub-batch holding a CPU decode). Stage times are monotone in tokens,
+        sequences and attended positions, so:
+
+        * a request's TTFT is at least the iteration holding its prompt alone,
+          ``L × (T_l(p) + T_pa(p)) + pre_post(p, 1)``;
+        * each of its decode tokens comes from a later iteration of at least
+          ``L × (T_l(1) + min(decode attention on GPU or CPU, a re-prefill's attention at
+          the prompt's length)) + pre_post(1, 1)``;
+        * work per iteration: its prompts' compute (the linear and prefill-attention
+          FLOPs at the GPU's achieved rate, additive over packed prompts) fits in it, and so
+          does a share ``1 / max_batch`` of the weight-streaming floor ``L × T_l(1) +
+          pre_post(1, 1)`` per decode token (at most ``max_batch`` requests are resident).
+          The two are separate bounds (each alone fits the iteration).
+        """
+        costs, max_batch = self.cache.stages(sig, tp)
+        r = self.req
+        n_layers = costs.n_layers
+        lens, inverse = np.unique(r.p, return_inverse=True)
+        pre = np.empty(len(lens))
+        step = np.empty(len(lens))
+        comp = np.empty(len(lens))
+        floor1 = n_layers * costs.linear_layer_s(1) + costs.pre_post_s(1, 1)
+        for k, x in enumerate(lens):
+            p = int(x)
+            pa = costs.prefill_attn_layer_s([p])
+            pre[k] = n_layers * (costs.linear_layer_s(p) + pa) + costs.pre_post_s(p, 1)
+            # FastDecode+ keeps no KV cache on the GPU: its decodes attend on the CPU.
+            attn = (
+                pa if sig.policy == "fastdecode+" else min(pa, costs.gpu_decode_attn_layer_s(1, p))
+            )
+            if costs.cpu is not None:
+                attn = min(attn, costs.cpu_attn_layer_s(1, p))
+            step[k] = floor1 + n_layers * attn
+            comp[k] = n_layers * _prompt_compute_s(costs, p)
+        prefill_s = pre[inverse]
+        per_step = np.where(r.multi, step[inverse], 0.0)
+        decode_s = per_step * r.steps
+        b = _Bounds(
+            ttft_req=prefill_s,
+            tpot_req=per_step[r.multi],
+            finish_req=prefill_s + decode_s,
+        )
+        compute_s = comp[inverse]
+        key = ("neo", sig.policy, sig.options, sig.roles, tp)
+        for q, ttft_ms in self.plan.targets.ttft():
+            ttft_s = ttft_ms / 1e3
+            late = self._late(
+                (*key, ttft_s),
+                np.full(r.n, ttft_s),
+                lambda idx, end: compute_s[idx],
+                prefill_s <= ttft_s * (1 + SLACK),
+                1,
+            )
+            b.checks.append(_LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
+        share_s = r.steps * (floor1 / max_batch)
+        self._both_checks(b, key, prefill_s, per_step, share_s, (0,), 1)
+        b.work.append((float(compute_s.sum()), (0,)))
+        b.work.append((float(share_s.sum()), (0,)))
+        gpu = costs.gpu
+        b.power_w = (tp * _floor_power(gpu),)
+        return b
+
     def _util(self, work: float, capacity: np.ndarray) -> np.ndarray:
         if self.duration <= 0:
             return np.full(len(capacity), math.nan)
@@ -675,14 +872,15 @@ class Screen:
     def evaluate(self, group: Group) -> GroupScreen:
         """The verdict on every configuration of ``group``."""
         sig = group.signature
-        counts = group.counts
+        if sig.policy in TENSOR_PARALLEL_POLICIES:
+            return self._evaluate_tensor_parallel(group)
         n_cfg = len(group)
         fit = self.cache.fit(sig)
         if fit is not None:
             return GroupScreen.rejected(
                 n_cfg, "memory" if fit.startswith("memory") else "invalid", fit
             )
-        cmax = int(counts.sum(axis=1).max())
+        cmax = int(group.counts.sum(axis=1).max())
         b: _Bounds | None
         if sig.policy == "homogeneous":
             b = self._homogeneous(sig, cmax)
@@ -691,9 +889,33 @@ class Screen:
         else:  # pragma: no cover - parse_plan admits screened policies only
             raise SpecError("policy", f"no screen for {sig.policy!r}")
         if b is None:
-            return GroupScreen.rejected(
-                n_cfg, "memory", "memory: a request's prefill or decode exceeds the device memory"
-            )
+            return GroupScreen.rejected(n_cfg, "memory", _NO_ROOM)
+        return self._verdict(b, group.counts)
+
+    def _evaluate_tensor_parallel(self, group: Group) -> GroupScreen:
+        """Neo-style nodes: the GPU count is the tensor-parallel degree, which changes every
+        per-request cost, so each configuration is bounded on its own (one server each)."""
+        sig = group.signature
+        col = [r for r, _ in sig.roles].index("gpu")
+        parts = []
+        for i in range(len(group)):
+            tp = int(group.counts[i, col])
+            fit = self.cache.fit(sig, tp)
+            if fit is not None:
+                code = "memory" if fit.startswith("memory") else "invalid"
+                parts.append(GroupScreen.rejected(1, code, fit))
+                continue
+            b = self._gpu_only(sig, tp) if sig.policy == "gpu-only" else self._neo(sig, tp)
+            if b is None:
+                parts.append(GroupScreen.rejected(1, "memory", _NO_ROOM))
+            else:
+                parts.append(self._verdict(b, np.ones((1, 1), dtype=np.int64)))
+        return GroupScreen.concat(parts)
+
+    def _verdict(self, b: _Bounds, counts: np.ndarray) -> GroupScreen:
+        """Every configuration's verdict from the policy's bounds; ``counts`` are the
+        configurations' servers per count column of the bounds."""
+        n_cfg = len(counts)
         r = self.req
         targets = self.plan.targets
         reason = np.zeros(n_cfg, dtype=np.int64)

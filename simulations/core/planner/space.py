@@ -27,10 +27,12 @@ from simulations.core.policies import get_policy
 from simulations.core.scenario import MAX_DEVICES_PER_SYSTEM
 from simulations.core.spec import DevicePlacement, SystemSpec
 
-from .spec import DeviceChoice, PlanSpec
+from .spec import HOST_ROLES, TENSOR_PARALLEL_POLICIES, PlanSpec, count_range
 
-#: Policies whose devices exchange data through one host and so must share a node.
-SINGLE_NODE_POLICIES = frozenset({"glitches"})
+#: Policies whose devices exchange data through one host and so must share a node
+#: (GLITCHES streams KV caches GPU → host → FPGA; Neo-style systems are one node with a
+#: tensor-parallel GPU group and its host CPU).
+SINGLE_NODE_POLICIES = frozenset({"glitches", *TENSOR_PARALLEL_POLICIES})
 
 #: Constraint names in the order they are checked (the first violated one is counted).
 CONSTRAINT_ORDER = (
@@ -231,8 +233,8 @@ def signatures(plan: PlanSpec) -> Iterator[Signature]:
                     yield Signature(pol.policy, opts, roles)
 
 
-def _count_grid(choices: list[DeviceChoice]) -> np.ndarray:
-    ranges = [np.arange(c.min_count, c.max_count + 1, dtype=np.int64) for c in choices]
+def _count_grid(bounds: list[tuple[int, int]]) -> np.ndarray:
+    ranges = [np.arange(lo, hi + 1, dtype=np.int64) for lo, hi in bounds]
     mesh = np.meshgrid(*ranges, indexing="ij")
     return np.stack([m.ravel() for m in mesh], axis=1)
 
@@ -256,21 +258,30 @@ class Space:
 
 
 def violated_constraint(
-    plan: PlanSpec, policy: str, devices: np.ndarray, capex: np.ndarray, power: np.ndarray
+    plan: PlanSpec,
+    policy: str,
+    devices: np.ndarray,
+    capex: np.ndarray,
+    power: np.ndarray,
+    slots: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Index into :data:`CONSTRAINT_ORDER` of the first violated constraint, or -1."""
+    """Index into :data:`CONSTRAINT_ORDER` of the first violated constraint, or -1.
+
+    ``slots`` are the devices that take a place in a node (all of ``devices`` by default;
+    a host CPU of a :data:`~.spec.HOST_ROLES` role takes none)."""
     c = plan.constraints
+    per_node_devices = slots if slots is not None else devices
     out = np.full(devices.shape, -1, dtype=np.int64)
     checks: list[np.ndarray] = [devices > MAX_DEVICES_PER_SYSTEM]
     checks.append(capex > c.max_capex_usd if c.max_capex_usd is not None else devices < 0)
     checks.append(power > c.max_power_w if c.max_power_w is not None else devices < 0)
     per_node = c.max_devices_per_node
     if per_node is not None and policy in SINGLE_NODE_POLICIES:
-        checks.append(devices > per_node)
+        checks.append(per_node_devices > per_node)
     else:
         checks.append(devices < 0)
     if per_node is not None and c.max_nodes is not None:
-        checks.append(np.ceil(devices / per_node) > c.max_nodes)
+        checks.append(np.ceil(per_node_devices / per_node) > c.max_nodes)
     else:
         checks.append(devices < 0)
     for i in range(len(checks) - 1, -1, -1):
@@ -287,14 +298,16 @@ def enumerate_space(plan: PlanSpec) -> Space:
     ex_code: list[np.ndarray] = []
     for sig in signatures(plan):
         choices = [plan.devices[e] for _, e in sig.roles]
-        counts = _count_grid(choices)
+        counts = _count_grid([count_range(sig.policy, r, plan.devices[e]) for r, e in sig.roles])
         prices = np.array([c.price_usd for c in choices])
         tdps = np.array([c.device.tdp_w for c in choices])
         capex = counts @ prices
         power = counts @ tdps
         devices = counts.sum(axis=1)
+        in_node = [k for k, (r, _) in enumerate(sig.roles) if (sig.policy, r) not in HOST_ROLES]
+        slots = counts[:, in_node].sum(axis=1)
         total += len(counts)
-        bad = violated_constraint(plan, sig.policy, devices, capex, power)
+        bad = violated_constraint(plan, sig.policy, devices, capex, power, slots)
         for i, name in enumerate(CONSTRAINT_ORDER):
             excluded[name] += int(np.count_nonzero(bad == i))
         keep = bad < 0

@@ -123,9 +123,33 @@ _SEARCH_KEYS = (
     "pareto_tolerance",
 )
 
-#: Policies the planner can screen: their name → the roles' count of requirement. The
-#: screen needs an analytic model of the policy (see :mod:`.screen`); others are refused.
-SCREENED_POLICIES = ("glitches", "homogeneous")
+#: Policies the planner can screen. The screen needs an analytic model of the policy (see
+#: :mod:`.screen`); others are refused with :data:`UNSCREENED_WHY`.
+SCREENED_POLICIES = ("fastdecode+", "glitches", "gpu-only", "homogeneous", "neo")
+
+#: Why a registered policy is not searchable (shown in the error at its path).
+UNSCREENED_WHY = {
+    "heterollm": "it partitions work inside one phone SoC; a SoC is not something bought by "
+    "the count, so there is no capacity to search",
+    "h2m2": "the planner has no analytic screen for its HBM/LPDDR mapping yet",
+}
+
+#: Policies whose GPUs form one tensor-parallel group serving the model (Neo §4): the GPU
+#: count is the tensor-parallel degree of a single server, not a number of replicas.
+TENSOR_PARALLEL_POLICIES = frozenset({"neo", "fastdecode+", "gpu-only"})
+
+#: Roles that are the node's host rather than a count to search: the host CPU of Neo-style
+#: systems (the policies take exactly one; a node has one host). Such a role always has
+#: count 1 and takes no device slot of the node.
+HOST_ROLES = frozenset({("neo", "cpu"), ("fastdecode+", "cpu"), ("gpu-only", "cpu")})
+
+
+def count_range(policy: str, role: str, choice: DeviceChoice) -> tuple[int, int]:
+    """The counts ``choice`` takes in ``role`` of ``policy``: its ``[min_count, max_count]``,
+    or exactly 1 for a host role."""
+    if (policy, role) in HOST_ROLES:
+        return 1, 1
+    return choice.min_count, choice.max_count
 
 
 # --- the parsed plan -------------------------------------------------------------------------
@@ -481,10 +505,11 @@ def _policy_entries(
             errs.add(key_path(p, "policy"), str(exc))
             continue
         if name not in SCREENED_POLICIES:
+            why = UNSCREENED_WHY.get(name, "the planner has no analytic screen for it yet")
             errs.add(
                 key_path(p, "policy"),
-                f"the planner has no analytic screen for policy {name!r} yet "
-                f"(supported: {', '.join(SCREENED_POLICIES)})",
+                f"policy {name!r} cannot be searched: {why} "
+                f"(searchable: {', '.join(SCREENED_POLICIES)})",
             )
             continue
         before = len(errs.by_path)
@@ -561,7 +586,8 @@ def count_configurations(devices: Sequence[DeviceChoice], policies: Sequence[Pol
                 for k in pol.devices
                 if not role.kinds or devices[k].device.kind.value in role.kinds
             ]
-            n = sum(d.max_count - d.min_count + 1 for d in eligible)
+            ranges = [count_range(pol.policy, role.name, d) for d in eligible]
+            n = sum(hi - lo + 1 for lo, hi in ranges)
             per_roles *= n + (0 if role.required else 1)
         if not any(r.required for r in cls.roles):
             per_roles -= 1  # the assignment with no device at all
@@ -638,9 +664,12 @@ def parse_plan(
 
 
 __all__ = [
+    "HOST_ROLES",
     "MAX_CONFIGS",
     "MAX_PLAN_REQUESTS",
     "MAX_PRICE_USD",
+    "SCREENED_POLICIES",
+    "TENSOR_PARALLEL_POLICIES",
     "Constraints",
     "DeviceChoice",
     "PlanSpec",
@@ -648,6 +677,7 @@ __all__ = [
     "SearchOptions",
     "Targets",
     "count_configurations",
+    "count_range",
     "parse_plan",
     "trace_names",
 ]

@@ -90,3 +90,37 @@ def example_search() -> tuple[Search, dict[str, Any]]:
 def example_exhaustive() -> dict[str, tuple[Config, Evaluation]]:
     """Every admitted configuration of the fixed example through the engine."""
     return exhaustive(example_search()[0])
+
+
+def neo_doc(**over: Any) -> dict[str, Any]:
+    """A small Neo-style plan: A10G (quoted price) or H100 GPUs with two host CPU choices
+    (quoted prices) under neo, gpu-only and fastdecode+."""
+    doc: dict[str, Any] = {
+        "name": "neo small",
+        "model": "llama3.1-8b",
+        "workload": {
+            "requests": 40,
+            "input_tokens": {"dist": "uniform", "low": 200, "high": 1500},
+            "output_tokens": {"dist": "uniform", "low": 20, "high": 200},
+            "arrival": {"kind": "poisson", "rate_per_s": 2.0},
+            "seed": 1,
+        },
+        "targets": {"ttft_p90_ms": 2000, "tpot_p90_ms": 80},
+        "space": {
+            "devices": [
+                {"device": "a10g", "max_count": 3, "runtime": "vllm-fp16", "price_usd": 3500},
+                {"device": "h100-sxm", "max_count": 2, "runtime": "vllm-fp16"},
+                {"device": "g5-4xlarge-cpu", "max_count": 1, "price_usd": 1500},
+                {"device": "g5-16xlarge-cpu", "max_count": 1, "price_usd": 6000},
+            ],
+            "policies": [
+                {"policy": "neo"},
+                {"policy": "gpu-only"},
+                {"policy": "fastdecode+"},
+            ],
+        },
+        "search": {"sensitivity": False, "round_size": 4},
+    }
+    for key, value in over.items():
+        doc[key] = value
+    return copy.deepcopy(doc)

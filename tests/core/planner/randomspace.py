@@ -81,3 +81,91 @@ def random_plan(seed: int) -> dict[str, Any]:
     if rng.random() < 0.3:
         doc["constraints"] = {"max_devices_per_node": int(rng.integers(2, 6)), "max_nodes": 1}
     return doc
+
+
+NEO_GPUS = (("a10g", 3000.0), ("t4", 2000.0), ("a100-80gb", None), ("h100-sxm", None))
+HOST_CPUS = (
+    ("g5-2xlarge-cpu", 900.0),
+    ("g5-4xlarge-cpu", 1500.0),
+    ("g5-16xlarge-cpu", 6000.0),
+    ("g4dn-4xlarge-cpu", 1400.0),
+    ("xeon-8462y-plus-numa-node", 4000.0),
+    ("xeon-8462y-plus-2s", 9000.0),
+)
+
+
+def _priced(slug: str, price: float | None, **entry: Any) -> dict[str, Any]:
+    # Quoted prices stand in for a user's quotes where the catalog has none.
+    out = {"device": slug, **entry}
+    if price is not None:
+        out["price_usd"] = price
+    return out
+
+
+def random_neo_plan(seed: int) -> dict[str, Any]:
+    """A plan document over Neo-style nodes: GPUs (tensor-parallel counts) with host CPU
+    choices under ``neo``, ``gpu-only`` and ``fastdecode+``, with random options, lengths,
+    loads and targets."""
+    rng = np.random.default_rng(10_000 + seed)
+    gi = rng.choice(len(NEO_GPUS), size=int(rng.integers(1, 3)), replace=False)
+    devices = [
+        _priced(
+            NEO_GPUS[i][0],
+            NEO_GPUS[i][1],
+            max_count=int(rng.integers(1, 5)),
+            runtime="vllm-fp16",
+        )
+        for i in gi
+    ]
+    ci = rng.choice(len(HOST_CPUS), size=int(rng.integers(1, 3)), replace=False)
+    devices += [_priced(HOST_CPUS[i][0], HOST_CPUS[i][1], max_count=1) for i in ci]
+    batches = sorted({int(x) for x in rng.choice([4, 16, 64, 512], size=2)})
+    policies: list[dict[str, Any]] = [
+        {
+            "policy": "neo",
+            "options": {
+                "max_batch": batches,
+                "cpu_offload": [bool(rng.random() < 0.8)],
+                "cpu_memory_fraction": [float(rng.choice([0.05, 0.5]))],
+            },
+        }
+    ]
+    if rng.random() < 0.7:
+        policies.append(
+            {"policy": "gpu-only", "options": {"max_batch": [int(rng.choice(batches))]}}
+        )
+    if rng.random() < 0.6:
+        policies.append({"policy": "fastdecode+", "options": {"max_batch": [batches[-1]]}})
+    n = int(rng.integers(30, 80))
+    arrival: dict[str, Any] = {
+        "kind": "poisson",
+        "rate_per_s": float(np.round(np.exp(rng.uniform(np.log(0.5), np.log(40.0))), 3)),
+    }
+    inp = {"dist": "uniform", "low": 16, "high": int(rng.integers(128, 3000))}
+    out = {"dist": "uniform", "low": 1, "high": int(rng.integers(16, 400))}
+    targets: dict[str, Any] = {}
+    if rng.random() < 0.85:
+        targets["ttft_p90_ms"] = float(np.round(rng.uniform(30, 3000), 1))
+    if rng.random() < 0.85:
+        targets["tpot_p90_ms"] = float(np.round(rng.uniform(4, 120), 2))
+    if rng.random() < 0.25:
+        targets["tpot_p99_ms"] = float(np.round(rng.uniform(5, 200), 2))
+    if rng.random() < 0.25 or not targets:
+        targets["min_throughput_tok_s"] = float(np.round(rng.uniform(20, 1500), 1))
+    doc: dict[str, Any] = {
+        "name": f"random Neo plan {seed}",
+        "model": str(rng.choice(["llama3.1-8b", "llama2-7b"])),
+        "workload": {
+            "requests": n,
+            "input_tokens": inp,
+            "output_tokens": out,
+            "arrival": arrival,
+            "seed": int(seed),
+        },
+        "targets": targets,
+        "space": {"devices": devices, "policies": policies},
+        "search": {"round_size": int(rng.integers(1, 6)), "sensitivity": False},
+    }
+    if rng.random() < 0.3:
+        doc["constraints"] = {"max_devices_per_node": int(rng.integers(1, 4)), "max_nodes": 1}
+    return doc

@@ -126,7 +126,8 @@ def test_it_names_bad_policies_and_option_values() -> None:
     ]
     errs = _errors(doc)
     assert "not implemented" in errs["space.policies[0].policy"][0]
-    assert "no analytic screen" in errs["space.policies[1].policy"][0]
+    assert "cannot be searched" in errs["space.policies[1].policy"][0]
+    assert "SoC" in errs["space.policies[1].policy"][0]
     assert "at least 1" in errs["space.policies[2].options.max_batch[1]"][0]
     assert "unknown option" in errs["space.policies[2].options.colour"][0]
     assert "at least one value" in errs["space.policies[3].options.prefetch_ratio"][0]
@@ -194,3 +195,9 @@ def test_the_configuration_count_matches_the_enumeration() -> None:
     assert space.total == plan_spec.count_configurations(plan.devices, plan.policies)
     # homogeneous: 3 + 3 + 4; glitches: (3 + 3) GPUs × (4 FPGA counts + none)
     assert space.total == 10 + 6 * 5
+
+
+def test_h2m2_is_refused_with_the_reason() -> None:
+    doc = small_doc()
+    doc["space"]["policies"] = [{"policy": "h2m2"}]
+    assert "no analytic screen" in _errors(doc)["space.policies[0].policy"][0]

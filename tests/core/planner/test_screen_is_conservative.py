@@ -1,10 +1,12 @@
 """The screen never discards what the engine would accept, and the two-stage search finds
 exactly what an exhaustive engine search of the same space finds.
 
-Each case is a random small space (``randomspace.random_plan``: GPUs and the U280 FPGA,
-homogeneous batch-1 or continuous batching and GLITCHES, random lengths, loads, targets
-and constraints); every admitted configuration is simulated, with no screen and no pruning,
-and compared with the planner's answer.
+Each case is a random small space — ``randomspace.random_plan``: GPUs and the U280 FPGA,
+homogeneous batch-1 or continuous batching and GLITCHES; ``randomspace.random_neo_plan``:
+tensor-parallel GPU counts with host CPU choices under Neo, GPU-only and FastDecode+ (quoted
+prices for the devices the catalog has none for) — with random lengths, loads, targets and
+constraints; every admitted configuration is simulated, with no screen and no pruning, and
+compared with the planner's answer.
 """
 
 from __future__ import annotations
@@ -16,14 +18,17 @@ import pytest
 from simulations.core.planner import Search
 from simulations.core.planner.screen import REASONS
 from tests.core.planner.helpers import best_feasible, every_config, exhaustive, parse
-from tests.core.planner.randomspace import random_plan
+from tests.core.planner.randomspace import random_neo_plan, random_plan
 
 SEEDS = range(12)
+NEO_SEEDS = range(16)
+CASES = [("space", s) for s in SEEDS] + [("neo", s) for s in NEO_SEEDS]
 
 
-@pytest.fixture(scope="module", params=SEEDS, ids=lambda s: f"space{s}")
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}{c[1]}")
 def case(request: pytest.FixtureRequest) -> tuple[Search, dict, dict]:
-    doc = random_plan(request.param)
+    kind, seed = request.param
+    doc = random_plan(seed) if kind == "space" else random_neo_plan(seed)
     doc["search"]["pareto_tolerance"] = 0
     search = Search(parse(doc))
     truth = exhaustive(search)
