@@ -20,7 +20,7 @@ from simulations.core.errors import ScenarioValidationError
 from simulations.core.planner import Search
 from simulations.plans import selectors, services, tasks
 from simulations.plans.models import ChunkStatus, Plan, PlanChunk, PlanResult, PlanStage
-from tests.core.planner.helpers import parse, small_doc
+from tests.core.planner.helpers import neo_doc, parse, small_doc
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -104,6 +104,24 @@ def test_the_job_reaches_the_in_process_answer_recording_each_configuration_once
     assert {p["key"] for p in points if p["on_front"]} == {
         p["key"] for p in local["pareto"]["capex_vs_throughput"]
     } | {p["key"] for p in local["pareto"]["capex_vs_energy_per_token"]}
+
+
+def test_a_neo_plan_with_quoted_prices_runs_as_a_job_to_the_in_process_answer(
+    builtin_catalog_rows: Any, user: Any, outbox: Outbox
+) -> None:
+    doc = neo_doc()
+    plan = services.plan_create(spec=doc, owner=user)
+    outbox.deliver_all()
+    plan.refresh_from_db()
+    assert plan.status == RunStatus.SUCCEEDED, plan.error
+    local = Search(parse(doc)).run()
+    assert plan.result["recommendation"]["key"] == local["recommendation"]["key"]
+    assert plan.result["pareto"] == local["pareto"]
+    assert [d["price_source"] for d in plan.result["per_device_type"]] == [
+        d["price_source"] for d in local["per_device_type"]
+    ]
+    stored = PlanResult.objects.get(plan=plan, key=local["recommendation"]["key"])
+    assert stored.capex_usd == local["recommendation"]["capex_usd"]
 
 
 def test_a_chunk_redelivered_after_its_worker_died_records_only_what_is_missing(

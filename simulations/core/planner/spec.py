@@ -131,7 +131,9 @@ SCREENED_POLICIES = ("fastdecode+", "glitches", "gpu-only", "homogeneous", "neo"
 UNSCREENED_WHY = {
     "heterollm": "it partitions work inside one phone SoC; a SoC is not something bought by "
     "the count, so there is no capacity to search",
-    "h2m2": "the planner has no analytic screen for its HBM/LPDDR mapping yet",
+    "h2m2": "the planner has no analytic screen for it yet (its model serves static batches "
+    "regardless of arrival times and draws request lengths from each system's own random "
+    "stream, so the screen's bounds on the workload's request set do not apply to it)",
 }
 
 #: Policies whose GPUs form one tensor-parallel group serving the model (Neo §4): the GPU
