@@ -8,7 +8,7 @@ import pytest
 
 from simulations.core.devices.cpu import CpuModel
 from simulations.core.devices.gpu import GpuModel
-from simulations.core.errors import SpecError
+from simulations.core.errors import CapacityError, SpecError
 from simulations.core.policies.neo import GpuOnlyPolicy, NeoPolicy
 from simulations.core.policies.neo.costs import ProfileTable, StageCosts
 from simulations.core.policies.neo.policy import gpu_kv_pool
@@ -147,3 +147,24 @@ def test_gpu_only_baseline_serves_a_tensor_parallel_group_as_one_unit() -> None:
     assert len(out.units) == 1
     assert out.extra["tensor_parallel"] == 2
     assert int(out.generated.sum()) == int(out.requests.output_tokens.sum())
+
+
+def test_a_gpu_block_override_sizes_every_policys_gpu_cache() -> None:
+    # The authors' harness passes one --num-gpu-blocks-override to vLLM, SwiftLLM and Neo;
+    # Neo keeps L of every L + 1 layers (its staging layer), the baselines the full count.
+    reqs = requests(20, inp=(100, 200), out=(10, 20), rate=2.0)
+    out = GpuOnlyPolicy().simulate(node("gpu-only", gpu_blocks=54), LLAMA7B, reqs)
+    assert out.extra["kv_pool_blocks"] == [54]
+    neo_gpu = NeoPolicy().build(node("neo", cpu_offload=False, gpu_blocks=54), LLAMA7B, reqs)
+    assert neo_gpu.gpu_pool == 54
+    neo = NeoPolicy().build(node("neo", gpu_blocks=54), LLAMA7B, reqs)
+    assert neo.gpu_pool == 54 * LLAMA7B.n_layers // (LLAMA7B.n_layers + 1)
+
+
+def test_a_gpu_block_override_past_the_memory_is_rejected() -> None:
+    # 16 GB less 13.5 GB of weights holds about 4,000 tokens: 1,000 blocks would not fit.
+    reqs = requests(4)
+    with pytest.raises(CapacityError, match="gpu_blocks"):
+        NeoPolicy().build(node("neo", gpu_blocks=1000), LLAMA7B, reqs)
+    with pytest.raises(CapacityError, match="gpu_blocks"):
+        GpuOnlyPolicy().simulate(node("gpu-only", gpu_blocks=1000), LLAMA7B, reqs)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from simulations.core.policies.neo.policy import gpu_kv_pool
 from simulations.core.reproduce import base, load_all
 from simulations.core.reproduce import neo as runner
 
@@ -46,8 +47,8 @@ def test_bound_checks_accept_values_on_the_right_side_only() -> None:
 
 def test_osc_stand_in_lengths_stay_in_their_ranges() -> None:
     inp, out = runner._lengths("osc", 400)
-    assert min(inp) >= 128 and max(inp) <= 512
-    assert min(out) >= 24 and max(out) <= 48
+    assert min(inp) >= 197 and max(inp) <= 555
+    assert min(out) >= 25 and max(out) <= 74
 
 
 def test_synthetic_lengths_are_within_ten_percent() -> None:
@@ -58,7 +59,7 @@ def test_synthetic_lengths_are_within_ten_percent() -> None:
 
 
 def test_offline_runs_hold_four_times_what_neo_can_buffer_within_bounds() -> None:
-    n_t4 = runner.offline_requests("t4", 500, 800)
+    n_t4 = runner.offline_requests("t4", 500, 200)
     n_h100 = runner.offline_requests("h100", 500, 50)
     assert n_t4 == runner.OFFLINE_MIN  # the T4's caches hold few long requests
     assert n_h100 == runner.OFFLINE_MAX  # the HGX node holds the block table's 512
@@ -98,17 +99,35 @@ def test_ceilings_scale_with_the_host_bandwidth_and_shrink_with_context() -> Non
 
 
 def test_kv_sensitivity_uses_the_policys_rule() -> None:
-    # At the catalog's capacity and SwiftLLM's 0.99 the helper must give the baseline's
-    # pool, else the note's driver-memory and vLLM-default figures would be off.
-    cache = runner._gpu_cache("t4", "osc")["tokens"]
+    # At the catalog's capacity and SwiftLLM's 0.99 the helper must give the policy's own
+    # sizing, else the note's driver-memory and vLLM-default figures would be off.
     sim, _ = runner._neo_costs("t4")
-    cap = sim.costs.gpu.memory_capacity_bytes
-    tokens = runner._kv_tokens_at("t4", cap, 0.99)
-    assert cache <= tokens < cache + 16  # the pool is whole 16-token blocks
-    assert runner._kv_tokens_at("t4", cap, 0.9) < tokens
+    g, shard = sim.costs.gpu, sim.costs.shard
+    blocks = gpu_kv_pool(g, shard, utilization=0.99, tokens=sim.max_tokens, block_size=16)
+    tokens = runner._kv_tokens_at("t4", g.memory_capacity_bytes, 0.99)
+    assert blocks * 16 <= tokens < (blocks + 1) * 16
+    assert runner._kv_tokens_at("t4", g.memory_capacity_bytes, 0.9) < tokens
 
 
 def test_a_larger_gain_implies_a_smaller_baseline_cache() -> None:
     small = runner.implied_gpu_cache_tokens("t4", "osc", 6.0)
     smaller = runner.implied_gpu_cache_tokens("t4", "osc", 8.0)
     assert 0 < smaller < small
+
+
+def test_the_t4_testbed_runs_the_authors_config_on_every_system() -> None:
+    for variant in runner.VARIANTS:
+        system, _ = runner._system("t4", variant)
+        assert system.options["gpu_blocks"] == 54
+        assert system.options["max_batched_tokens"] == 832
+    a10g, _ = runner._system("a10g", "neo")
+    assert "gpu_blocks" not in a10g.options  # no unmodified A10G config is published
+
+
+def test_synthetic_grids_keep_requests_within_the_testbeds_longest() -> None:
+    for l_in, outs in runner.synth_grid("t4"):
+        assert outs  # every input has outputs to sweep
+        for o in outs:
+            rs = runner._synthetic(l_in, o, 200)
+            assert int(np.max(rs.input_tokens + rs.output_tokens)) <= runner.T4_MAX_LEN
+    assert runner.synth_grid("a10g") == [(i, runner.SYNTH_OUTPUTS) for i in runner.SYNTH_INPUTS]

@@ -49,6 +49,16 @@ SHARED_OPTIONS: tuple[OptionSpec, ...] = (
         1.0,
     ),
     OptionSpec(
+        "gpu_blocks",
+        int,
+        0,
+        "GPU KV-cache blocks per GPU, replacing the memory_utilization rule (SwiftLLM/vLLM "
+        "--num-gpu-blocks-override, which the Neo authors' harness passes to every system); "
+        "0 derives the count from memory. Must fit beside the weights and activations",
+        0,
+        10_000_000,
+    ),
+    OptionSpec(
         "max_batch", int, 512, "most requests in one iteration (SwiftLLM max_batch_size)", 1, 4096
     ),
     OptionSpec(
@@ -150,6 +160,47 @@ def gpu_kv_pool(
     return pool
 
 
+def override_gpu_pool(
+    gpu: DeviceModel, shard: ModelSpec, *, blocks: int, tokens: int, block_size: int
+) -> int:
+    """``blocks`` GPU KV-cache blocks (SwiftLLM/vLLM ``--num-gpu-blocks-override``), checked
+    to fit one GPU's memory beside the weights and a full iteration's activations (an
+    override past the memory would fail to allocate on the real GPU)."""
+    if not isinstance(gpu, GpuModel):
+        raise SpecError("devices", "Neo's GPUs need the GPU roofline model")
+    need = (
+        gpu.weights_bytes(shard)
+        + activation_bytes(gpu, shard, tokens)
+        + blocks * block_size * gpu.kv_bytes_per_token(shard)
+    )
+    if blocks < 2 or need > gpu.memory_capacity_bytes:
+        raise CapacityError(
+            "options.gpu_blocks",
+            f"{blocks} KV blocks of {block_size} tokens need {need / 1e9:.2f} GB with "
+            f"{shard.slug}'s weights and activations; {gpu.device.slug} holds "
+            f"{gpu.memory_capacity_bytes / 1e9:.1f} GB (and at least 2 blocks are needed)",
+        )
+    return blocks
+
+
+def engine_memory_utilization(gpu: GpuModel, shard: ModelSpec, opts: dict[str, Any]) -> float:
+    """The ``memory_utilization`` that makes the engine's continuous batching (which sizes
+    its pool as ``capacity · u − weights``) hold the GPU cache Neo's options give: the
+    ``gpu_blocks`` override (half a block of margin against rounding), else SwiftLLM's rule
+    (``memory_utilization`` less a full iteration's activations). Checks that it fits."""
+    bs = int(opts["block_size"])
+    tokens = int(opts["max_batched_tokens"])
+    blocks = int(opts["gpu_blocks"])
+    cap = gpu.memory_capacity_bytes
+    if blocks:
+        override_gpu_pool(gpu, shard, blocks=blocks, tokens=tokens, block_size=bs)
+        block_bytes = bs * gpu.kv_bytes_per_token(shard)
+        return (gpu.weights_bytes(shard) + (blocks + 0.5) * block_bytes) / cap
+    util = float(opts["memory_utilization"])
+    gpu_kv_pool(gpu, shard, utilization=util, tokens=tokens, block_size=bs)
+    return util - activation_bytes(gpu, shard, tokens) / cap
+
+
 def offload_gpu_pool(blocks: int, n_layers: int) -> int:
     """GPU blocks left when offloading: each GPU block carries one extra layer that stages
     the KV of prefills bound for the CPU cache before their layer-wise swap-out (§3.1).
@@ -193,13 +244,18 @@ class NeoBasePolicy(EnginePolicy):
         bs = int(opts["block_size"])
         max_tokens = int(opts["max_batched_tokens"])
         max_batch = int(opts["max_batch"])
-        gpu_pool = gpu_kv_pool(
-            gdm,
-            shard,
-            utilization=float(opts["memory_utilization"]),
-            tokens=max_tokens,
-            block_size=bs,
-        )
+        if int(opts["gpu_blocks"]):
+            gpu_pool = override_gpu_pool(
+                gdm, shard, blocks=int(opts["gpu_blocks"]), tokens=max_tokens, block_size=bs
+            )
+        else:
+            gpu_pool = gpu_kv_pool(
+                gdm,
+                shard,
+                utilization=float(opts["memory_utilization"]),
+                tokens=max_tokens,
+                block_size=bs,
+            )
         mode = self._mode(opts)
         if mode != GPU_ONLY:
             gpu_pool = offload_gpu_pool(gpu_pool, model.n_layers)
@@ -391,10 +447,7 @@ class GpuOnlyPolicy(EnginePolicy):
             raise SpecError(f"systems.{system.name}.devices[{gi}]", "gpu-only needs a GPU model")
         bs = int(opts["block_size"])
         tokens = int(opts["max_batched_tokens"])
-        util = float(opts["memory_utilization"])
-        gpu_kv_pool(inner, shard, utilization=util, tokens=tokens, block_size=bs)
-        act = activation_bytes(inner, shard, tokens)
-        util_eff = util - act / inner.memory_capacity_bytes
+        util_eff = engine_memory_utilization(inner, shard, opts)
         dm: DeviceModel = inner if tp == 1 else TensorParallelGpu(inner, tp)
         unit = Unit(
             0,
