@@ -37,8 +37,10 @@ from simulations.jobs import (
     JOB_TASK_OPTIONS,
     TIME_LIMITS,
     claim_or_retry,
+    collector_paused_then_settled,
     retry_or_give_up,
     soft_time_limit,
+    thaw_heap,
 )
 from simulations.plans import services
 from simulations.plans.models import Plan
@@ -97,6 +99,8 @@ def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
     cache[key] = value
     cache.move_to_end(key)
     while len(cache) > _CACHE_SIZE:
+        # A search may hold reference cycles: let the collector see it again.
+        thaw_heap()
         cache.popitem(last=False)
 
 
@@ -182,7 +186,8 @@ def advance_plan(self: Any, plan_id: int) -> str:
     beat = StageHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
     beat.start()
     try:
-        return _advance(claim, beat)
+        with collector_paused_then_settled():
+            return _advance(claim, beat)
     except RunAbandonedError:
         logger.info("plan %s: stage %s attempt %s stopped", plan_id, claim.stage, claim.attempt)
         return "abandoned"
@@ -252,7 +257,8 @@ def run_plan_chunk(self: Any, chunk_id: int) -> str:
     beat = ChunkHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
     beat.start()
     try:
-        return _confirm(claim, beat)
+        with collector_paused_then_settled():
+            return _confirm(claim, beat)
     except DOMAIN_ERRORS as exc:
         services.chunk_give_up(claim, _describe(exc))
         return "failed"
