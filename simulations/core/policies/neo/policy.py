@@ -349,7 +349,8 @@ class NeoPolicy(NeoBasePolicy):
     thread; all-reduces cost only when the GPU record has a ``peer_link`` (none is in the
     catalog for the H100, so TP communication is free here); PCIe at the link's raw rate;
     the GPU cache is sized like SwiftLLM's (memory × utilisation − weights − the largest
-    operator's activations of a full iteration), less the extra staging layer of the
+    operator's activations of a full iteration) or set by ``gpu_blocks`` (the harness's
+    ``--num-gpu-blocks-override``, checked to fit), less the extra staging layer of the
     authors' ``--extra-layer-for-cprf`` (:func:`offload_gpu_pool`; GPU-only Neo keeps the
     full count, as the harness's baseline does); the CPU cache is ``cpu_memory_fraction`` of
     host memory; at most ``max_batch`` requests are resident in the two caches (the block
