@@ -12,7 +12,7 @@ Shape (units in the key names; ``null`` where a figure does not exist)::
                       "complete"},
      "recommendation": {"key", "description", "system", "capex_usd", "metrics", "exact",
                         "binding", "reasons", "runner_up", "cheaper"} | null,
-     "per_device_type": [{"device", "runtime", "price_usd", "price_source",
+     "per_device_type": [{"device", "label", "runtime", "price_usd", "price_source",
                           "cheapest" | null, "exact", "why_none"}],
      "pareto": {"capex_vs_throughput", "capex_vs_energy_per_token", "tolerance", "exact"},
      "sensitivity": {...} | null,
@@ -330,6 +330,7 @@ def build_report(search: Search, sensitivity: dict[str, Any] | None) -> dict[str
         using = [(c, ev) for c, ev in feas if e in c.config.entries()]
         item: dict[str, Any] = {
             "device": choice.device.slug,
+            "label": choice.label,
             "runtime": choice.runtime.slug,
             "price_usd": choice.price_usd,
             "price_source": choice.price_source,

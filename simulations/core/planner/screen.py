@@ -70,6 +70,10 @@ from simulations.core.policies.glitches import (
     apply_prefetch_ratio,
     host_round_trip_s,
 )
+from simulations.core.policies.h2m2 import H2M2Policy
+from simulations.core.policies.h2m2.hardware import H2M2Hardware
+from simulations.core.policies.h2m2.kernels import LayerShapes
+from simulations.core.policies.h2m2.mapping import MULTI_HBM_DEVICES
 from simulations.core.policies.neo.costs import StageCosts
 from simulations.core.policies.neo.policy import (
     NeoBasePolicy,
@@ -337,6 +341,29 @@ class CostCache:
             for role, e in sig.roles
         )
 
+    def h2m2_hardware(self, sig: Signature) -> tuple[H2M2Hardware, LayerShapes]:
+        """The H2M2 memory system of a signature as the policy builds it, and the layer
+        shapes at its runtime's precisions (chips do not enter the screen's bounds)."""
+        placements = self._placements(sig, None)
+        hw = H2M2Hardware.from_placements(placements)
+        return hw, LayerShapes.of(self.plan.model, placements[0].runtime)
+
+    def _h2m2_fit(self, sig: Signature, opts: dict[str, Any]) -> None:
+        """CapacityError when the weights alone exceed every memory the mapping may use
+        (both tiers; §5.5's 8-HBM: eight HBM stacks): no mapping fits at any batch."""
+        hw, shapes = self.h2m2_hardware(sig)
+        weights = shapes.n_layers * shapes.weight_bytes_per_layer
+        if opts["mapping"] == "8-hbm":
+            room = hw.hbm.capacity_bytes * MULTI_HBM_DEVICES
+        else:
+            room = hw.hbm.capacity_bytes + hw.lpddr.capacity_bytes
+        if weights > room:
+            raise CapacityError(
+                "devices",
+                f"{weights / 1e9:.1f} GB of weights exceed the {room / 1e9:.1f} GB the "
+                f"{opts['mapping']} mapping can use",
+            )
+
     def _fit(self, sig: Signature, tp: int | None) -> str | None:
         opts = get_policy(sig.policy).resolve_options(dict(sig.options))
         try:
@@ -370,6 +397,8 @@ class CostCache:
                     memory_utilization=util - act / inner.memory_capacity_bytes,
                     max_batched_tokens=tokens,
                 )
+            elif sig.policy == "h2m2":
+                self._h2m2_fit(sig, opts)
             elif sig.policy == "homogeneous":
                 BatchingSim(
                     self.requests,
@@ -874,6 +903,8 @@ class Screen:
         sig = group.signature
         if sig.policy in TENSOR_PARALLEL_POLICIES:
             return self._evaluate_tensor_parallel(group)
+        if sig.policy == "h2m2":
+            return self._evaluate_h2m2(group)
         n_cfg = len(group)
         fit = self.cache.fit(sig)
         if fit is not None:
@@ -911,6 +942,70 @@ class Screen:
             else:
                 parts.append(self._verdict(b, np.ones((1, 1), dtype=np.int64)))
         return GroupScreen.concat(parts)
+
+    def _evaluate_h2m2(self, group: Group) -> GroupScreen:
+        """``h2m2``: bounds that hold whatever lengths its model draws.
+
+        The policy (:class:`~simulations.core.policies.h2m2.H2M2Policy`) serves static
+        batches of ``max_batch`` requests in order from time 0, ignoring arrival times, and
+        draws request lengths from each system's own random stream — so the bounds may not
+        use the plan's request set. Every decode iteration streams all weights, each kernel
+        taking at least its bytes over its side's bandwidth, so an iteration lasts at least
+        ``τ = weights / (HBM + LPDDR bandwidth)`` (8-HBM: eight HBM stacks), and a prefill
+        at least ``π = weights / (HBM + LPDDR bandwidth)`` (the prefill roofline's memory
+        term). Hence TPOT ≥ τ for every request; a request of batch ``j`` has TTFT ≥
+        ``j (π + τ) + π`` (each earlier batch prefills and decodes at least one step); and
+        throughput ≤ ``min(max_batch, n) / τ`` (a batch's tokens are at most its size times
+        its steps). Chips (the count) speed up compute only, so every count shares the
+        verdict. Energy (memory access only in this model) is bounded by 0.
+        """
+        sig = group.signature
+        n_cfg = len(group)
+        fit = self.cache.fit(sig)
+        if fit is not None:
+            return GroupScreen.rejected(
+                n_cfg, "memory" if fit.startswith("memory") else "invalid", fit
+            )
+        opts = H2M2Policy.resolve_options(dict(sig.options))
+        hw, shapes = self.cache.h2m2_hardware(sig)
+        weights = shapes.n_layers * shapes.weight_bytes_per_layer
+        both = hw.hbm.bw_bytes_per_s + hw.lpddr.bw_bytes_per_s
+        bw = hw.hbm.bw_bytes_per_s * MULTI_HBM_DEVICES if opts["mapping"] == "8-hbm" else both
+        tau = weights / bw
+        pre = weights / both
+        n = self.req.n
+        bmax = int(opts["max_batch"])
+        batch = np.arange(n) // bmax
+        ttft_req = batch * (pre + tau) + pre
+        targets = self.plan.targets
+        reason = 0
+
+        def pct(values: np.ndarray, q: float) -> float:
+            return float(np.percentile(values, q)) * 1e3 * (1 - SLACK)
+
+        ttft_ms = tpot_ms = math.nan
+        for i, (q, limit) in enumerate(targets.ttft()):
+            v = pct(ttft_req, q)
+            ttft_ms = v if i == 0 else ttft_ms
+            if v > limit and not reason:
+                reason = _CODE["ttft_alone"]
+        for i, (_, limit) in enumerate(targets.tpot()):
+            v = tau * 1e3 * (1 - SLACK)
+            tpot_ms = v if i == 0 else tpot_ms
+            if v > limit and not reason:
+                reason = _CODE["tpot_alone"]
+        thr = min(bmax, n) / tau * (1 + SLACK)
+        if targets.min_throughput_tok_s is not None and thr < targets.min_throughput_tok_s:
+            reason = reason or _CODE["throughput"]
+        return GroupScreen(
+            reason=np.full(n_cfg, reason, dtype=np.int64),
+            ttft_ms=np.full(n_cfg, ttft_ms),
+            tpot_ms=np.full(n_cfg, tpot_ms),
+            throughput_ub=np.full(n_cfg, thr),
+            energy_lb=np.zeros(n_cfg),
+            late_lb=np.zeros(n_cfg, dtype=np.int64),
+            utilisation=np.full(n_cfg, math.nan),
+        )
 
     def _verdict(self, b: _Bounds, counts: np.ndarray) -> GroupScreen:
         """Every configuration's verdict from the policy's bounds; ``counts`` are the

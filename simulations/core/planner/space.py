@@ -31,8 +31,9 @@ from .spec import HOST_ROLES, TENSOR_PARALLEL_POLICIES, PlanSpec, count_range
 
 #: Policies whose devices exchange data through one host and so must share a node
 #: (GLITCHES streams KV caches GPU → host → FPGA; Neo-style systems are one node with a
-#: tensor-parallel GPU group and its host CPU).
-SINGLE_NODE_POLICIES = frozenset({"glitches", *TENSOR_PARALLEL_POLICIES})
+#: tensor-parallel GPU group and its host CPU; an H2M2 system is one board whose count
+#: adds accelerator chips beside its memories).
+SINGLE_NODE_POLICIES = frozenset({"glitches", "h2m2", *TENSOR_PARALLEL_POLICIES})
 
 #: Constraint names in the order they are checked (the first violated one is counted).
 CONSTRAINT_ORDER = (

@@ -32,7 +32,11 @@ max_count]``. ``devices`` on a policy entry restricts which device entries it ma
 The planner minimises capital cost, so every device entry needs a price: a device entry's
 ``price_usd`` (the user's quote, USD per device, finite, in ``(0, MAX_PRICE_USD]``) is
 required when the catalog has none and overrides the catalog's when given; the result
-says where each price came from.
+says where each price came from. A device entry of a board with HBM and LPDDR tiers (H2M2)
+may list ``memory_options``: ``{"hbm_gb": [48, 96], "lpddr_gb": [256, 512],
+"hbm_usd_per_gb": 20, "lpddr_usd_per_gb": 4}`` — one device choice per capacity
+combination (labelled ``h2m2[hbm48+lpddr256]``), priced at the entry's ``price_usd`` plus
+each listed tier's capacity at its price per GB.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +115,11 @@ _TARGET_KEYS = (
     "min_throughput_tok_s",
 )
 _SPACE_KEYS = ("devices", "policies")
-_DEVICE_KEYS = ("device", "runtime", "min_count", "max_count", "price_usd")
+_DEVICE_KEYS = ("device", "runtime", "min_count", "max_count", "price_usd", "memory_options")
+_MEMORY_OPTION_KEYS = ("hbm_gb", "lpddr_gb", "hbm_usd_per_gb", "lpddr_usd_per_gb")
+#: Largest memory capacity one tier may be given (GB) and largest price per GB (USD).
+MAX_TIER_GB = 65536.0
+MAX_USD_PER_GB = 1e5
 _POLICY_KEYS = ("policy", "options", "devices")
 _CONSTRAINT_KEYS = ("max_capex_usd", "max_power_w", "max_devices_per_node", "max_nodes")
 _SEARCH_KEYS = (
@@ -125,15 +133,12 @@ _SEARCH_KEYS = (
 
 #: Policies the planner can screen. The screen needs an analytic model of the policy (see
 #: :mod:`.screen`); others are refused with :data:`UNSCREENED_WHY`.
-SCREENED_POLICIES = ("fastdecode+", "glitches", "gpu-only", "homogeneous", "neo")
+SCREENED_POLICIES = ("fastdecode+", "glitches", "gpu-only", "h2m2", "homogeneous", "neo")
 
 #: Why a registered policy is not searchable (shown in the error at its path).
 UNSCREENED_WHY = {
     "heterollm": "it partitions work inside one phone SoC; a SoC is not something bought by "
     "the count, so there is no capacity to search",
-    "h2m2": "the planner has no analytic screen for it yet (its model serves static batches "
-    "regardless of arrival times and draws request lengths from each system's own random "
-    "stream, so the screen's bounds on the workload's request set do not apply to it)",
 }
 
 #: Policies whose GPUs form one tensor-parallel group serving the model (Neo §4): the GPU
@@ -223,31 +228,44 @@ class DeviceChoice:
     runtime_named: bool = False
     #: The plan document's ``price_usd`` for this entry (the user's quote), if given.
     quoted_price_usd: float | None = None
+    #: Position of the entry in the document's ``space.devices`` (one document entry with
+    #: ``memory_options`` becomes one choice per memory configuration).
+    doc_index: int = -1
+    #: ``hbm96+lpddr512`` for a memory configuration of ``memory_options`` ("" otherwise).
+    variant: str = ""
+    #: Price of that memory configuration (the document's per-GB prices × capacities).
+    memory_price_usd: float = 0.0
 
     @property
     def price_usd(self) -> float:
         """The price per device: the plan document's quote when given, else the catalog's
-        (one of the two is validated present)."""
+        (one of the two is validated present), plus any priced memory configuration."""
         if self.quoted_price_usd is not None:
-            return float(self.quoted_price_usd)
+            return float(self.quoted_price_usd) + self.memory_price_usd
         assert self.device.price_usd is not None
-        return float(self.device.price_usd)
+        return float(self.device.price_usd) + self.memory_price_usd
 
     @property
     def price_source(self) -> str:
         """Where :attr:`price_usd` comes from: the plan document (the user's quote) or the
         catalog record's cited source."""
+        i = self.doc_index if self.doc_index >= 0 else self.index
+        memory = (
+            f" + memory at space.devices[{i}].memory_options' per-GB prices" if self.variant else ""
+        )
         if self.quoted_price_usd is not None:
-            return f"plan document (space.devices[{self.index}].price_usd)"
+            return f"plan document (space.devices[{i}].price_usd{memory})"
         cited = self.device.sources.get("price_usd")
-        return f"catalog ({cited})" if cited else "catalog"
+        return (f"catalog ({cited})" if cited else "catalog") + memory
 
     @property
     def label(self) -> str:
-        """``slug`` or ``slug@runtime`` when the entry names a runtime."""
+        """``slug`` or ``slug@runtime`` when the entry names a runtime, with ``[variant]``
+        for a memory configuration."""
+        out = self.device.slug
         if self.runtime_named:
-            return f"{self.device.slug}@{self.runtime.slug}"
-        return self.device.slug
+            out = f"{out}@{self.runtime.slug}"
+        return f"{out}[{self.variant}]" if self.variant else out
 
 
 @dataclass(frozen=True)
@@ -474,6 +492,11 @@ def _device_entries(
                 )
             else:
                 runtime = catalog.runtimes[default]
+        variants: list[tuple[str, DeviceSpec, float]] = []
+        if obj.get("memory_options") is not None:
+            variants = _memory_variants(errs, key_path(p, "memory_options"), obj, device)
+            if not variants:
+                continue
         if device is None or runtime is None or lo is None or hi is None or lo > hi:
             continue
         pair = (device.slug, runtime.slug)
@@ -481,9 +504,72 @@ def _device_entries(
             errs.add(key_path(p, "device"), f"{device.slug} on {runtime.slug} is listed twice")
             continue
         seen.add(pair)
-        by_slug.setdefault(device.slug, []).append(len(out))
-        out.append(DeviceChoice(len(out), device, runtime, lo, hi, named, quoted))
+        for name, spec, memory_usd in variants or [("", device, 0.0)]:
+            by_slug.setdefault(device.slug, []).append(len(out))
+            out.append(
+                DeviceChoice(len(out), spec, runtime, lo, hi, named, quoted, i, name, memory_usd)
+            )
     return out, by_slug
+
+
+def _memory_variants(
+    errs: Errors, path: str, obj: Mapping[str, Any], device: DeviceSpec | None
+) -> list[tuple[str, DeviceSpec, float]]:
+    """The memory configurations a device entry's ``memory_options`` lists: every
+    combination of its HBM and LPDDR capacities (GB; a tier not listed keeps the catalog's),
+    each priced at the document's USD per GB of that tier (required for a listed tier).
+    Returns (variant name, the device with those capacities, memory price) per combination,
+    or nothing after reporting an error."""
+    opts = read_mapping(errs, path, obj["memory_options"])
+    if opts is None:
+        return []
+    before = len(errs.by_path)
+    reject_unknown_keys(errs, path, opts, _MEMORY_OPTION_KEYS)
+    tiers: dict[str, list[float]] = {}
+    per_gb: dict[str, float] = {}
+    for tier in ("hbm", "lpddr"):
+        key = f"{tier}_gb"
+        if opts.get(key) is None:
+            continue
+        vals = read_list(errs, key_path(path, key), opts[key], minimum=1, maximum=MAX_OPTION_VALUES)
+        got = [
+            read_positive(errs, f"{key_path(path, key)}[{j}]", v, maximum=MAX_TIER_GB)
+            for j, v in enumerate(vals or ())
+        ]
+        tiers[tier] = sorted({v for v in got if v is not None})
+        price = read_positive(
+            errs,
+            key_path(path, f"{tier}_usd_per_gb"),
+            opts.get(f"{tier}_usd_per_gb"),
+            maximum=MAX_USD_PER_GB,
+        )
+        if price is not None:
+            per_gb[tier] = price
+    if not tiers:
+        errs.add(path, "list hbm_gb and/or lpddr_gb: the capacities to try")
+    if device is not None:
+        kinds = {t.kind.value for t in device.memory}
+        for tier in tiers:
+            if tier not in kinds:
+                errs.add(
+                    key_path(path, f"{tier}_gb"),
+                    f"{device.slug!r} has no {tier} memory tier "
+                    f"(its tiers: {', '.join(sorted(kinds)) or 'none'})",
+                )
+    if len(errs.by_path) != before or device is None:
+        return []
+    out = []
+    names = list(tiers)
+    for combo in itertools.product(*(tiers[t] for t in names)):
+        chosen = dict(zip(names, combo, strict=True))
+        memory = tuple(
+            replace(t, capacity_gb=chosen[t.kind.value]) if t.kind.value in chosen else t
+            for t in device.memory
+        )
+        name = "+".join(f"{t}{chosen[t]:g}" for t in names)
+        price = sum(chosen[t] * per_gb[t] for t in names)
+        out.append((name, replace(device, memory=memory), price))
+    return out
 
 
 def _policy_entries(
@@ -543,6 +629,15 @@ def _policy_entries(
                 except Exception as exc:  # SpecError from OptionSpec.validate
                     errs.add(getattr(exc, "field", f"{op}[{j}]"), getattr(exc, "message", str(exc)))
             uniq = tuple(dict.fromkeys(checked))
+            if name == "h2m2" and key == "mapping" and "8-hbm" in uniq:
+                # §5.5's 8-HBM is eight HBM devices, not the listed board: priced as the
+                # board it would look far cheaper than it is.
+                errs.add(
+                    f"{op}[{uniq.index('8-hbm')}]",
+                    "8-hbm models eight HBM devices, not the board listed in space.devices; "
+                    "a plan cannot price it",
+                )
+                continue
             options.append((str(key), uniq))
         allowed = list(range(len(devices)))
         if obj.get("devices") is not None:

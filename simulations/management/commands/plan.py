@@ -110,7 +110,7 @@ def render_table(doc: dict[str, Any]) -> str:
     for item in doc["per_device_type"]:
         if item.get("price_usd") is not None:
             out += _wrap(
-                f"{item['device']}: {_money(item['price_usd'])} from "
+                f"{item.get('label') or item['device']}: {_money(item['price_usd'])} from "
                 f"{item.get('price_source', 'the catalog')}",
                 "    ",
                 "  ",
@@ -120,10 +120,17 @@ def render_table(doc: dict[str, Any]) -> str:
     for item in doc["per_device_type"]:
         c = item.get("cheapest")
         if c is None:
-            out += _wrap(f"{item['device']}: none — {item.get('why_none', '')}", "  ", "  ")
-        else:
             out += _wrap(
-                f"{item['device']}: {_money(c['capex_usd'])} {c['description']}", "  ", "  "
+                f"{item.get('label') or item['device']}: none — {item.get('why_none', '')}",
+                "  ",
+                "  ",
+            )
+        else:
+            name = item.get("label") or item["device"]
+            out += _wrap(
+                f"{name}: {_money(c['capex_usd'])} {c['description']}",
+                "  ",
+                "  ",
             )
     for key, title in (
         ("capex_vs_throughput", "Pareto front, capex vs throughput:"),

@@ -169,3 +169,66 @@ def random_neo_plan(seed: int) -> dict[str, Any]:
     if rng.random() < 0.3:
         doc["constraints"] = {"max_devices_per_node": int(rng.integers(1, 4)), "max_nodes": 1}
     return doc
+
+
+def random_h2m2_plan(seed: int) -> dict[str, Any]:
+    """A plan document over H2M2 boards: chip counts, HBM and LPDDR capacities priced per
+    GB, mappings and batch sizes, with random lengths (which the policy redraws per system)
+    and targets."""
+    rng = np.random.default_rng(20_000 + seed)
+    hbm = sorted({float(x) for x in rng.choice([2, 4, 16, 48, 96], size=2)})
+    lpddr = sorted({float(x) for x in rng.choice([2, 16, 512], size=2)})
+    mappings = sorted(
+        {str(x) for x in rng.choice(["h2m2", "lpddr-only", "hierarchical", "sublayer"], size=2)}
+    )
+    n = int(rng.integers(16, 48))
+    if rng.random() < 0.5:
+        inp: Any = {"dist": "uniform", "low": 16, "high": int(rng.integers(64, 2048))}
+        out: Any = {"dist": "uniform", "low": 1, "high": int(rng.integers(8, 300))}
+    else:
+        inp = {"dist": "lognormal", "median": float(rng.integers(64, 1024)), "sigma": 0.8}
+        out = {"dist": "lognormal", "median": float(rng.integers(16, 200)), "sigma": 0.9}
+    targets: dict[str, Any] = {}
+    if rng.random() < 0.8:
+        targets["ttft_p90_ms"] = float(np.round(np.exp(rng.uniform(np.log(5), np.log(2e4))), 1))
+    if rng.random() < 0.8:
+        targets["tpot_p90_ms"] = float(np.round(rng.uniform(0.3, 30), 2))
+    if rng.random() < 0.3 or not targets:
+        targets["min_throughput_tok_s"] = float(np.round(rng.uniform(20, 3000), 1))
+    return {
+        "name": f"random H2M2 plan {seed}",
+        "model": str(rng.choice(["llama2-7b", "llama3.1-8b"])),
+        "workload": {
+            "requests": n,
+            "input_tokens": inp,
+            "output_tokens": out,
+            "arrival": {"kind": "poisson", "rate_per_s": 1.0},
+            "seed": int(seed),
+        },
+        "targets": targets,
+        "space": {
+            "devices": [
+                {
+                    "device": "h2m2",
+                    "max_count": int(rng.integers(1, 3)),
+                    "price_usd": 10000,
+                    "memory_options": {
+                        "hbm_gb": hbm,
+                        "lpddr_gb": lpddr,
+                        "hbm_usd_per_gb": 20,
+                        "lpddr_usd_per_gb": 4,
+                    },
+                }
+            ],
+            "policies": [
+                {
+                    "policy": "h2m2",
+                    "options": {
+                        "mapping": mappings,
+                        "max_batch": sorted({int(x) for x in rng.choice([4, 16, 64], size=2)}),
+                    },
+                }
+            ],
+        },
+        "search": {"round_size": int(rng.integers(1, 6)), "sensitivity": False},
+    }

@@ -197,7 +197,39 @@ def test_the_configuration_count_matches_the_enumeration() -> None:
     assert space.total == 10 + 6 * 5
 
 
-def test_h2m2_is_refused_with_the_reason() -> None:
+def _h2m2_doc(**memory: Any) -> dict[str, Any]:
     doc = small_doc()
-    doc["space"]["policies"] = [{"policy": "h2m2"}]
-    assert "no analytic screen" in _errors(doc)["space.policies[0].policy"][0]
+    options = {"hbm_gb": [48, 96], "lpddr_gb": [256], "hbm_usd_per_gb": 20, "lpddr_usd_per_gb": 4}
+    options.update(memory)
+    doc["space"]["devices"] = [
+        {"device": "h2m2", "max_count": 2, "price_usd": 9000, "memory_options": options}
+    ]
+    doc["space"]["policies"] = [{"policy": "h2m2", "options": {"mapping": ["h2m2", "sublayer"]}}]
+    return doc
+
+
+def test_memory_options_make_one_priced_device_per_capacity_combination() -> None:
+    plan = parse(_h2m2_doc())
+    assert [d.label for d in plan.devices] == ["h2m2[hbm48+lpddr256]", "h2m2[hbm96+lpddr256]"]
+    assert [d.price_usd for d in plan.devices] == [9000 + 48 * 20 + 256 * 4, 9000 + 96 * 20 + 1024]
+    assert [t.capacity_gb for t in plan.devices[1].device.memory] == [96, 256]
+    assert "memory_options" in plan.devices[0].price_source
+    assert plan_spec.count_configurations(plan.devices, plan.policies) == 2 * 2 * 2
+
+
+def test_memory_options_are_validated_by_path() -> None:
+    errs = _errors(_h2m2_doc(hbm_gb=[0, "x"], lpddr_usd_per_gb=None, colour=1))
+    assert "positive" in errs["space.devices[0].memory_options.hbm_gb[0]"][0]
+    assert "number" in errs["space.devices[0].memory_options.hbm_gb[1]"][0]
+    assert "required" in errs["space.devices[0].memory_options.lpddr_usd_per_gb"][0]
+    assert "unknown field" in errs["space.devices[0].memory_options.colour"][0]
+    doc = small_doc()
+    doc["space"]["devices"][0]["memory_options"] = {"lpddr_gb": [64], "lpddr_usd_per_gb": 3}
+    errs = _errors(doc)
+    assert "no lpddr memory tier" in errs["space.devices[0].memory_options.lpddr_gb"][0]
+
+
+def test_the_8_hbm_baseline_is_not_a_board_a_plan_can_price() -> None:
+    doc = _h2m2_doc()
+    doc["space"]["policies"][0]["options"]["mapping"] = ["h2m2", "8-hbm"]
+    assert "eight HBM devices" in _errors(doc)["space.policies[0].options.mapping[1]"][0]

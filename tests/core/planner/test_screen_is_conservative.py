@@ -4,9 +4,10 @@ exactly what an exhaustive engine search of the same space finds.
 Each case is a random small space — ``randomspace.random_plan``: GPUs and the U280 FPGA,
 homogeneous batch-1 or continuous batching and GLITCHES; ``randomspace.random_neo_plan``:
 tensor-parallel GPU counts with host CPU choices under Neo, GPU-only and FastDecode+ (quoted
-prices for the devices the catalog has none for) — with random lengths, loads, targets and
-constraints; every admitted configuration is simulated, with no screen and no pruning, and
-compared with the planner's answer.
+prices for the devices the catalog has none for); ``randomspace.random_h2m2_plan``: H2M2
+boards with chip counts, HBM/LPDDR capacities priced per GB and mappings — with random
+lengths, loads, targets and constraints; every admitted configuration is simulated, with no
+screen and no pruning, and compared with the planner's answer.
 """
 
 from __future__ import annotations
@@ -18,17 +19,23 @@ import pytest
 from simulations.core.planner import Search
 from simulations.core.planner.screen import REASONS
 from tests.core.planner.helpers import best_feasible, every_config, exhaustive, parse
-from tests.core.planner.randomspace import random_neo_plan, random_plan
+from tests.core.planner.randomspace import random_h2m2_plan, random_neo_plan, random_plan
 
 SEEDS = range(12)
 NEO_SEEDS = range(16)
-CASES = [("space", s) for s in SEEDS] + [("neo", s) for s in NEO_SEEDS]
+H2M2_SEEDS = range(10)
+CASES = (
+    [("space", s) for s in SEEDS]
+    + [("neo", s) for s in NEO_SEEDS]
+    + [("h2m2", s) for s in H2M2_SEEDS]
+)
+_GENERATORS = {"space": random_plan, "neo": random_neo_plan, "h2m2": random_h2m2_plan}
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}{c[1]}")
 def case(request: pytest.FixtureRequest) -> tuple[Search, dict, dict]:
     kind, seed = request.param
-    doc = random_plan(seed) if kind == "space" else random_neo_plan(seed)
+    doc = _GENERATORS[kind](seed)
     doc["search"]["pareto_tolerance"] = 0
     search = Search(parse(doc))
     truth = exhaustive(search)
