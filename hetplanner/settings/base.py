@@ -121,6 +121,13 @@ def filesystem_broker_options(folder: Path) -> dict:
 
     The transport does not create its folders, and its control folder (used for remote
     control and fan-out) would otherwise land in the current directory.
+
+    It has no push: an idle worker lists the queue folder every ``polling_interval``
+    seconds, so a message waits half of it on average. kombu's default (1 s) made each step
+    of a capacity search's confirmation rounds (chunk → next chunk → decide stage → next
+    round's chunks) wait about 0.5 s, and 0.2 s still cost the issue-10 benchmark's
+    10,912-configuration search 4 s of its 20 s on two workers. At 0.1 s an idle worker
+    uses about 0.25 % of a core (measured).
     """
     options = {
         "data_folder_in": str(folder / "queue"),
@@ -128,6 +135,7 @@ def filesystem_broker_options(folder: Path) -> dict:
         "processed_folder": str(folder / "processed"),
         "control_folder": str(folder / "control"),
         "store_processed": False,
+        "polling_interval": 0.1,
     }
     for key in ("data_folder_in", "processed_folder", "control_folder"):
         Path(options[key]).mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,6 @@ if env("HETPLANNER_DB_NAME", default=""):
 if not REDIS_URL:
     BROKER_DIR = TEST_TMP_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(BROKER_DIR)
-    CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.2
 CELERY_TASK_DEFAULT_QUEUE = f"hetplanner-test-{HETPLANNER_TEST_SESSION}"
 CELERY_BEAT_SCHEDULE_FILENAME = str(TEST_TMP_DIR / "celerybeat-schedule")
 # Modules a test worker imports at start (test doubles registered by integration tests).
