@@ -61,10 +61,10 @@ the same ``--num-gpu-blocks-override`` from a per-testbed config (Neo's share is
 ``L/(L+1)`` of it, its extra staging layer: ``offload_gpu_pool``). The T4's config is
 stored unmodified in three forks of the authors' NEO artifact (:data:`T4_CONFIG`: 54
 blocks, 832 tokens per iteration) and every T4 system here runs it (policy option
-``gpu_blocks``); without it SwiftLLM's sizing rule gives the T4 about 4,100 tokens of GPU
-cache instead of 864, a baseline limited by prefills rather than memory (this
-reproduction's earlier revision used the rule and found T4 gains of 1.34× on Fig. 6c and
-1.88× on Fig. 9c, with other OSC lengths and inputs). No unmodified A10G or H100 config is
+``gpu_blocks``); without it SwiftLLM's sizing rule gives the T4 about 4,400 tokens of
+GPU cache instead of 864, ten average OSC requests instead of two (this reproduction's
+earlier revision used the rule and found T4 gains of 1.34× on Fig. 6c and 1.88× on
+Fig. 9c, with other OSC lengths and inputs). No unmodified A10G or H100 config is
 stored, so those testbeds keep SwiftLLM's rule.
 Deviation: ``vllm-fp16`` charges no kernel-launch time (CUDA-graph decode), but the harness
 runs vLLM ``--enforce-eager`` and SwiftLLM/Neo launch their CUDA C++ kernels eagerly from
@@ -437,8 +437,9 @@ def _fig6_checks() -> list[Check]:
                 f"the GPU), a {paper:g}× gain puts the baseline at the decode capacity of a "
                 f"GPU cache of about {implied:.0f} tokens — the config's "
                 f"{cache['tokens']:.0f}. SwiftLLM's own 0.99 rule would give {rule:.0f} "
-                f"tokens ({driver:.0f} on the driver-visible 14.75 GiB), a baseline limited "
-                "by prefills rather than memory. Unstated by the paper itself: the block "
+                f"tokens ({driver:.0f} on the driver-visible 14.75 GiB), "
+                f"{rule / cache['tokens'] * cache['requests']:.0f} average requests instead "
+                f"of {cache['requests']:.1f}. Unstated by the paper itself: the block "
                 "count, the OSC lengths and the run length (all taken from the artifact)."
             )
         else:
