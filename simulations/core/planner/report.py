@@ -19,7 +19,8 @@ Shape (units in the key names; ``null`` where a figure does not exist)::
      "evaluated": [{"key", "description", "capex_usd", "feasible", "why", "metrics",
                     "screen"}],
      "scenario": a scenario document (DESIGN.md §3) with the recommendation and its
-                 alternatives, to re-run with ``manage.py simulate``}
+                 alternatives, to re-run with ``manage.py simulate``,
+     "scenario_omits": {"keys", "why"} (only when some are left out of the scenario)}
 """
 
 from __future__ import annotations
@@ -425,7 +426,19 @@ def _scenario(search: Search, doc: dict[str, Any]) -> dict[str, Any] | None:
     for item in doc["per_device_type"]:
         if item.get("cheapest"):
             keys.append(item["cheapest"]["key"])
-    keys = list(dict.fromkeys(keys))[:32]
+    keys = list(dict.fromkeys(keys))
+    # A memory configuration of memory_options is not a catalog device: a scenario names
+    # devices by slug, so it would rerun with the catalog's capacities instead.
+    variants = [
+        k for k in keys if any(plan.devices[e].variant for e in search.by_key[k].config.entries())
+    ]
+    if variants:
+        doc["scenario_omits"] = {
+            "keys": variants,
+            "why": "their memory capacities come from memory_options, not the catalog; a "
+            "scenario names catalog devices",
+        }
+    keys = [k for k in keys if k not in variants][:32]
     if not keys:
         return None
     systems = tuple(system_spec(search.by_key[k].config, plan) for k in keys)

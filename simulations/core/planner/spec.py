@@ -202,8 +202,10 @@ class Constraints:
     ``max_power_w`` bounds the sum of the devices' TDPs (provisioned power). A node holds
     at most ``max_devices_per_node`` devices; a data-parallel system (``homogeneous``) may
     span up to ``max_nodes`` nodes, while a system whose devices exchange data over the
-    host (``glitches`` streams KV caches GPU → host → FPGA) must fit in one node, since the
-    engine models a single PCIe host.
+    host (``glitches`` streams KV caches GPU → host → FPGA; ``neo``, ``gpu-only`` and
+    ``fastdecode+`` are one tensor-parallel GPU group with its host CPU; ``h2m2`` is one
+    board) must fit in one node, since the engine models a single host. A host CPU role
+    (:data:`HOST_ROLES`) takes no device slot.
     """
 
     max_capex_usd: float | None = None
