@@ -16,7 +16,13 @@ Rows (targets from the issue):
   answer, load sensitivity — with the confirmation rounds spread over two local processes
   (a multiprocessing pool in this process, not Celery workers; the Celery path is the
   same :class:`~simulations.core.planner.search.Search`, fanned out by
-  ``simulations.plans.tasks``): target < 60 s.
+  ``simulations.plans.tasks``): target < 60 s;
+* the same search as a Celery job on two worker processes, same target.
+
+``make bench`` runs with the cyclic garbage collector off (``--benchmark-disable-gc``; the
+forked pool of the local row inherits that). The Celery workers are separate processes with
+the collector on; their tasks pause it while they simulate and collect once at the end
+(``simulations.jobs.collector_paused_then_settled``), so both rows measure the same work.
 """
 
 from __future__ import annotations
