@@ -27,7 +27,13 @@ from simulations.core.policies import get_policy
 from simulations.core.scenario import MAX_DEVICES_PER_SYSTEM
 from simulations.core.spec import DevicePlacement, SystemSpec
 
-from .spec import HOST_ROLES, TENSOR_PARALLEL_POLICIES, PlanSpec, count_range
+from .spec import (
+    HOST_ROLES,
+    TENSOR_PARALLEL_POLICIES,
+    PlanSpec,
+    count_range,
+    role_may_be_empty,
+)
 
 #: Policies whose devices exchange data through one host and so must share a node
 #: (GLITCHES streams KV caches GPU → host → FPGA; Neo-style systems are one node with a
@@ -220,7 +226,7 @@ def signatures(plan: PlanSpec) -> Iterator[Signature]:
                 for k in pol.devices
                 if not role.kinds or plan.devices[k].device.kind.value in role.kinds
             ]
-            if not role.required:
+            if role_may_be_empty(pol.policy, role, len(eligible)):
                 eligible = [None, *eligible]
             per_role.append(eligible)
         for opts in pol.option_sets():

@@ -51,6 +51,7 @@ from typing import Any
 from simulations.core.catalog import Catalog
 from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
 from simulations.core.policies import get_policy
+from simulations.core.policies.base import RoleSpec
 from simulations.core.scenario import TraceLoader, parse_head, trace_names
 from simulations.core.spec import (
     DeviceKind,
@@ -149,6 +150,15 @@ TENSOR_PARALLEL_POLICIES = frozenset({"neo", "fastdecode+", "gpu-only"})
 #: systems (the policies take exactly one; a node has one host). Such a role always has
 #: count 1 and takes no device slot of the node.
 HOST_ROLES = frozenset({("neo", "cpu"), ("fastdecode+", "cpu"), ("gpu-only", "cpu")})
+
+
+def role_may_be_empty(policy: str, role: RoleSpec, eligible: int) -> bool:
+    """Whether the space tries ``role`` empty: an optional role may be, except a host role
+    with a host to choose (every node has a host, and the baseline that leaves it idle must
+    pay for it too, or it would win on the host's price alone)."""
+    if role.required:
+        return False
+    return not ((policy, role.name) in HOST_ROLES and eligible > 0)
 
 
 def count_range(policy: str, role: str, choice: DeviceChoice) -> tuple[int, int]:
@@ -679,6 +689,7 @@ def count_configurations(devices: Sequence[DeviceChoice], policies: Sequence[Pol
         cls = get_policy(pol.policy)
         n_opts = math.prod(len(v) for _, v in pol.options)
         per_roles = 1
+        all_may_be_empty = True
         for role in cls.roles:
             eligible = [
                 devices[k]
@@ -687,8 +698,10 @@ def count_configurations(devices: Sequence[DeviceChoice], policies: Sequence[Pol
             ]
             ranges = [count_range(pol.policy, role.name, d) for d in eligible]
             n = sum(hi - lo + 1 for lo, hi in ranges)
-            per_roles *= n + (0 if role.required else 1)
-        if not any(r.required for r in cls.roles):
+            empty = role_may_be_empty(pol.policy, role, len(eligible))
+            all_may_be_empty = all_may_be_empty and empty
+            per_roles *= n + (1 if empty else 0)
+        if all_may_be_empty:
             per_roles -= 1  # the assignment with no device at all
         total += n_opts * max(per_roles, 0)
     return total
@@ -778,5 +791,6 @@ __all__ = [
     "count_configurations",
     "count_range",
     "parse_plan",
+    "role_may_be_empty",
     "trace_names",
 ]

@@ -25,11 +25,23 @@ def test_the_host_cpu_is_a_searched_choice_with_one_per_node() -> None:
     plan = parse(neo_doc())
     space = enumerate_space(plan)
     assert space.total == plan_spec.count_configurations(plan.devices, plan.policies)
-    # neo and fastdecode+: (3 + 2) GPU counts x 2 CPUs; gpu-only: 5 x (2 CPUs or none)
-    assert space.total == 10 + 10 + 15
+    # (3 + 2) GPU counts x 2 host CPUs under each policy: gpu-only's idle host is still
+    # bought, so it is never left out while there is one to choose.
+    assert space.total == 3 * 10
     keys = _keys(neo_doc())
     assert "neo:3xa10g@vllm-fp16[gpu]+1xg5-16xlarge-cpu[cpu]" in keys
-    assert "gpu-only:2xh100-sxm@vllm-fp16[gpu]" in keys
+    assert "gpu-only:2xh100-sxm@vllm-fp16[gpu]+1xg5-4xlarge-cpu[cpu]" in keys
+    assert "gpu-only:2xh100-sxm@vllm-fp16[gpu]" not in keys
+    # Without a host CPU among its devices, gpu-only runs (and is priced) without one.
+    doc = neo_doc()
+    doc["space"]["policies"] = [{"policy": "gpu-only", "devices": ["a10g", "h100-sxm"]}]
+    plan = parse(doc)
+    assert (
+        enumerate_space(plan).total
+        == plan_spec.count_configurations(plan.devices, plan.policies)
+        == 5
+    )
+    assert "gpu-only:2xh100-sxm@vllm-fp16[gpu]" in _keys(doc)
     for g in space.groups:
         roles = [r for r, _ in g.signature.roles]
         if "cpu" in roles:
