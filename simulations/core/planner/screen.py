@@ -350,7 +350,13 @@ class CostCache:
 
     def _h2m2_fit(self, sig: Signature, opts: dict[str, Any]) -> None:
         """CapacityError when the weights alone exceed every memory the mapping may use
-        (both tiers; §5.5's 8-HBM: eight HBM stacks): no mapping fits at any batch."""
+        (both tiers; §5.5's 8-HBM: eight HBM stacks): no mapping fits at any batch.
+
+        The ``hierarchical`` system is exempt: the policy's model streams a footprint above
+        the HBM from the LPDDR without checking the LPDDR's capacity, so the engine accepts
+        it at any size and the screen must too."""
+        if opts["mapping"] == "hierarchical":
+            return
         hw, shapes = self.h2m2_hardware(sig)
         weights = shapes.n_layers * shapes.weight_bytes_per_layer
         if opts["mapping"] == "8-hbm":

@@ -23,7 +23,9 @@ from tests.core.planner.randomspace import random_h2m2_plan, random_neo_plan, ra
 
 SEEDS = range(12)
 NEO_SEEDS = range(16)
-H2M2_SEEDS = range(10)
+# 17 and 32: boards too small for the weights under the hierarchical system, which the
+# policy's model accepts at any LPDDR capacity.
+H2M2_SEEDS = (*range(10), 17, 32)
 CASES = (
     [("space", s) for s in SEEDS]
     + [("neo", s) for s in NEO_SEEDS]
