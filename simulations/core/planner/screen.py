@@ -75,11 +75,7 @@ from simulations.core.policies.h2m2.hardware import H2M2Hardware
 from simulations.core.policies.h2m2.kernels import LayerShapes
 from simulations.core.policies.h2m2.mapping import MULTI_HBM_DEVICES
 from simulations.core.policies.neo.costs import StageCosts
-from simulations.core.policies.neo.policy import (
-    NeoBasePolicy,
-    activation_bytes,
-    gpu_kv_pool,
-)
+from simulations.core.policies.neo.policy import NeoBasePolicy, engine_memory_utilization
 from simulations.core.policies.neo.tp import TensorParallelGpu, shard_model
 from simulations.core.spec import DeviceKind, DevicePlacement, SystemSpec
 
@@ -390,18 +386,13 @@ class CostCache:
                 inner = dm.inner if isinstance(dm, TensorParallelGpu) else dm
                 assert isinstance(inner, GpuModel)
                 shard = shard_model(self.plan.model, tp)
-                bs = int(opts["block_size"])
-                tokens = int(opts["max_batched_tokens"])
-                util = float(opts["memory_utilization"])
-                gpu_kv_pool(inner, shard, utilization=util, tokens=tokens, block_size=bs)
-                act = activation_bytes(inner, shard, tokens)
                 BatchingSim(
                     self.requests,
                     [unit],
                     max_batch=int(opts["max_batch"]),
-                    block_size=bs,
-                    memory_utilization=util - act / inner.memory_capacity_bytes,
-                    max_batched_tokens=tokens,
+                    block_size=int(opts["block_size"]),
+                    memory_utilization=engine_memory_utilization(inner, shard, opts),
+                    max_batched_tokens=int(opts["max_batched_tokens"]),
                 )
             elif sig.policy == "h2m2":
                 self._h2m2_fit(sig, opts)

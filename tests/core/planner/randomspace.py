@@ -168,6 +168,11 @@ def random_neo_plan(seed: int) -> dict[str, Any]:
     }
     if rng.random() < 0.3:
         doc["constraints"] = {"max_devices_per_node": int(rng.integers(1, 4)), "max_nodes": 1}
+    if rng.random() < 0.4:
+        # The harness's --num-gpu-blocks-override: a small GPU cache forces swaps.
+        blocks = [int(rng.choice([60, 400]))]
+        for pol in policies:
+            pol.setdefault("options", {})["gpu_blocks"] = blocks
     return doc
 
 
