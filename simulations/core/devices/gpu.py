@@ -190,21 +190,9 @@ class GpuModel(DeviceModel):
         check_capacity(self.device, needed, f"{model.slug} (decode)")
         # The same accumulation as _split over decode_graph(...).ops, in the same order, with
         # the operators around attention (the same at every step) replayed from the plan.
-        seconds, t_comp, t_mem = plan.head
         per_op = plan.per_op
-        for op in attn:
-            comp, x, y = self._op_terms(op, per_op)
-            if comp:
-                t_comp += x
-            else:
-                t_mem += x
-            seconds += y
-        for comp, x, y in plan.tail:
-            if comp:
-                t_comp += x
-            else:
-                t_mem += x
-            seconds += y
+        acc = _accumulate(plan.head, (self._op_terms(op, per_op) for op in attn))
+        seconds, t_comp, t_mem = _accumulate(acc, plan.tail)
         seconds += plan.host_only
         t_wait = max(0.0, seconds - t_comp - t_mem)
         cost = self._priced(plan.frame.totals(attn), seconds, t_comp, t_mem, t_wait)
@@ -266,14 +254,9 @@ class GpuModel(DeviceModel):
     def _split(self, g: PhaseGraph) -> tuple[float, float, float, float]:
         """(seconds, compute-bound, memory-bound, waiting) seconds of one pass."""
         per_op, host_only = self._host(len(g.layer_ops), g.n_layers)
-        seconds = t_comp = t_mem = 0.0
-        for op in g.ops:
-            comp, x, y = self._op_terms(op, per_op)
-            if comp:
-                t_comp += x
-            else:
-                t_mem += x
-            seconds += y
+        seconds, t_comp, t_mem = _accumulate(
+            (0.0, 0.0, 0.0), (self._op_terms(op, per_op) for op in g.ops)
+        )
         seconds += host_only
         # Waiting is what is left once the kernels' own time is taken out (never negative).
         t_wait = max(0.0, seconds - t_comp - t_mem)
@@ -302,21 +285,14 @@ class GpuModel(DeviceModel):
         # Layer operators: all but the embedding (head) and final norm + LM head (tail).
         n_ops = len(frame.head) - 1 + n_attn + len(frame.tail) - 2
         per_op, host_only = self._host(n_ops, model.n_layers)
-        seconds = t_comp = t_mem = 0.0
-        for op in frame.head:
-            comp, x, y = self._op_terms(op, per_op)
-            if comp:
-                t_comp += x
-            else:
-                t_mem += x
-            seconds += y
+        head = _accumulate((0.0, 0.0, 0.0), (self._op_terms(op, per_op) for op in frame.head))
         if len(self._plans) >= 4096:
             self._plans.clear()
         plan = self._plans[(model, batch)] = _DecodePlan(
             frame,
             per_op,
             host_only,
-            (seconds, t_comp, t_mem),
+            head,
             tuple(self._op_terms(op, per_op) for op in frame.tail),
             max(op.act_read_bytes + op.act_write_bytes for op in (*frame.head, *frame.tail)),
             self.weights_bytes(model),
@@ -337,6 +313,25 @@ class GpuModel(DeviceModel):
         if len(self._cache) >= 65536:
             self._cache.clear()
         self._cache[key] = cost
+
+
+def _accumulate(
+    acc: tuple[float, float, float], terms: Iterable[tuple[bool, float, float]]
+) -> tuple[float, float, float]:
+    """Add operators' ``(compute-bound?, kernel seconds, charged seconds)`` terms, in order,
+    to ``(seconds, compute-bound seconds, memory-bound seconds)``.
+
+    One accumulation for whole passes and for decode steps replayed from a plan: the order
+    of the float additions is what keeps the two bit-identical.
+    """
+    seconds, t_comp, t_mem = acc
+    for comp, x, y in terms:
+        if comp:
+            t_comp += x
+        else:
+            t_mem += x
+        seconds += y
+    return seconds, t_comp, t_mem
 
 
 def roofline_time(
