@@ -346,13 +346,8 @@ class CostCache:
 
     def _h2m2_fit(self, sig: Signature, opts: dict[str, Any]) -> None:
         """CapacityError when the weights alone exceed every memory the mapping may use
-        (both tiers; §5.5's 8-HBM: eight HBM stacks): no mapping fits at any batch.
-
-        The ``hierarchical`` system is exempt: the policy's model streams a footprint above
-        the HBM from the LPDDR without checking the LPDDR's capacity, so the engine accepts
-        it at any size and the screen must too."""
-        if opts["mapping"] == "hierarchical":
-            return
+        (both tiers, the ``hierarchical`` system's HBM caching the LPDDR included; §5.5's
+        8-HBM: eight HBM stacks): no mapping fits at any batch."""
         hw, shapes = self.h2m2_hardware(sig)
         weights = shapes.n_layers * shapes.weight_bytes_per_layer
         if opts["mapping"] == "8-hbm":
@@ -628,6 +623,24 @@ class _Bounds:
     # Energy ≥ Σ_col counts × power[col] × span + excess (J)
     power_w: tuple[float, ...] = ()
     excess_j: float = 0.0
+
+
+def _static_batch_starts(a: np.ndarray, hold: np.ndarray, bmax: int) -> np.ndarray:
+    """A floor on when the static batch of each request starts, for an FCFS batcher taking
+    at most ``bmax`` arrived requests (``a`` sorted) into a batch that lasts at least
+    ``hold[k]`` for each request ``k`` it holds: ``B_i = max(a_i, B_{i-1}, max_{k ≤ i -
+    bmax} B_k + hold_k)`` (the requests ``k..i`` cannot share one batch)."""
+    n = len(a)
+    start = np.empty(n)
+    done = -math.inf  # latest B_k + hold_k over k ≤ i - bmax
+    prev = -math.inf
+    for i in range(n):
+        k = i - bmax
+        if k >= 0:
+            done = max(done, float(start[k] + hold[k]))
+        prev = max(float(a[i]), prev, done)
+        start[i] = prev
+    return start
 
 
 class Screen:
@@ -941,20 +954,30 @@ class Screen:
         return GroupScreen.concat(parts)
 
     def _evaluate_h2m2(self, group: Group) -> GroupScreen:
-        """``h2m2``: bounds that hold whatever lengths its model draws.
+        """``h2m2``: floors from the weights' streaming time, on the plan's request set.
 
-        The policy (:class:`~simulations.core.policies.h2m2.H2M2Policy`) serves static
-        batches of ``max_batch`` requests in order from time 0, ignoring arrival times, and
-        draws request lengths from each system's own random stream — so the bounds may not
-        use the plan's request set. Every decode iteration streams all weights, each kernel
-        taking at least its bytes over its side's bandwidth, so an iteration lasts at least
-        ``τ = weights / (HBM + LPDDR bandwidth)`` (8-HBM: eight HBM stacks), and a prefill
-        at least ``π = weights / (HBM + LPDDR bandwidth)`` (the prefill roofline's memory
-        term). Hence TPOT ≥ τ for every request; a request of batch ``j`` has TTFT ≥
-        ``j (π + τ) + π`` (each earlier batch prefills and decodes at least one step); and
-        throughput ≤ ``min(max_batch, n) / τ`` (a batch's tokens are at most its size times
-        its steps). Chips (the count) speed up compute only, so every count shares the
-        verdict. Energy (memory access only in this model) is bounded by 0.
+        The policy (:class:`~simulations.core.policies.h2m2.H2M2Policy`) serves the plan's
+        requests in static batches: when free it takes the arrived requests, FCFS, up to
+        ``max_batch``; a batch prefills, then decodes until its longest request ends. Every
+        decode iteration streams all weights, each kernel taking at least its bytes over its
+        side's bandwidth, so an iteration lasts at least ``τ = weights / (HBM + LPDDR
+        bandwidth)`` (8-HBM: eight HBM stacks), and a prefill at least ``π = weights / (HBM
+        + LPDDR bandwidth)`` (the prefill roofline's memory term). A batch holding request
+        ``k`` therefore lasts at least ``π + o_k τ``. Hence:
+
+        * TPOT ≥ τ for every request.
+        * Request ``i``'s batch starts no earlier than its arrival, than the batch of
+          ``i - 1`` (FCFS), nor than the end of the batch of any ``k ≤ i - max_batch``
+          (which holds fewer than ``i - k + 1`` requests, so is an earlier one): a start
+          floor ``B_i = max(a_i, B_{i-1}, max_{k ≤ i - max_batch} B_k + π + o_k τ)``, and
+          TTFT_i ≥ ``B_i + π - a_i``.
+        * The span (first arrival to last finish) is at least every ``B_i + π + o_i τ -
+          a_0``, and at least the boards' busy time, which all falls in it: at least
+          ``⌈n / max_batch⌉`` prefills and, a batch of ``s`` steps generating at most
+          ``min(n, max_batch) s`` tokens, ``tokens / min(n, max_batch)`` steps.
+
+        Chips (the count) speed up compute only, so every count shares the verdict. Energy
+        (memory access only in this model) is bounded by 0.
         """
         sig = group.signature
         n_cfg = len(group)
@@ -970,10 +993,13 @@ class Screen:
         bw = hw.hbm.bw_bytes_per_s * MULTI_HBM_DEVICES if opts["mapping"] == "8-hbm" else both
         tau = weights / bw
         pre = weights / both
-        n = self.req.n
+        r = self.req
+        n = r.n
         bmax = int(opts["max_batch"])
-        batch = np.arange(n) // bmax
-        ttft_req = batch * (pre + tau) + pre
+        start = _static_batch_starts(r.a, pre + r.o * tau, bmax)
+        ttft_req = start + pre - r.a
+        span = float(np.max(start + pre + r.o * tau) - r.a[0])
+        span = max(span, -(-n // bmax) * pre + r.tokens / min(n, bmax) * tau)
         targets = self.plan.targets
         reason = 0
 
@@ -991,7 +1017,7 @@ class Screen:
             tpot_ms = v if i == 0 else tpot_ms
             if v > limit and not reason:
                 reason = _CODE["tpot_alone"]
-        thr = min(bmax, n) / tau * (1 + SLACK)
+        thr = r.tokens / (span * (1 - SLACK))
         if targets.min_throughput_tok_s is not None and thr < targets.min_throughput_tok_s:
             reason = reason or _CODE["throughput"]
         return GroupScreen(

@@ -260,8 +260,10 @@ def test_hierarchical_migrates_the_gqa_shrunk_kv_cache():
     gqa = shapes("llama2-70b")
     mha = dataclasses.replace(gqa, n_kv_heads=gqa.n_heads)
     point = Point(128, 4096.0)
-    moved = run_system(gqa, HW, point, "hierarchical").bytes_link
-    moved_mha = run_system(mha, HW, point, "hierarchical").bytes_link
+    # an LPDDR large enough for the MHA footprint (Table 1's 512 GB is not)
+    hw = dataclasses.replace(HW, lpddr=dataclasses.replace(HW.lpddr, capacity_gb=4096))
+    moved = run_system(gqa, hw, point, "hierarchical").bytes_link
+    moved_mha = run_system(mha, hw, point, "hierarchical").bytes_link
     # every byte of the footprint crosses once: MHA adds 7/8 of the KV cache and its K/V
     # weights, nothing else
     kv = gqa.n_layers * point.kv_tokens * gqa.kv_bytes_per_token_layer()
@@ -308,3 +310,15 @@ def test_the_paper_models_have_the_published_shapes(slug: str):
     s = LayerShapes.of(m)
     expected = {"gpt3-175b": 174e9, "chinchilla-70b": 64.4e9, "llama2-70b": 68.5e9}[slug]
     assert s.n_layers * s.weight_bytes_per_layer == pytest.approx(expected, rel=0.01)
+
+
+def test_it_rejects_a_footprint_larger_than_hbm_plus_lpddr_under_hierarchical():
+    s = shapes("gpt3-175b")
+    room = HW.hbm.capacity_bytes + HW.lpddr.capacity_bytes
+    big, streamed = Point(128, 2048.0), Point(32, 2048.0)
+    assert s.total_bytes(big.kv_tokens) > room
+    assert HW.hbm.capacity_bytes < s.total_bytes(streamed.kv_tokens) <= room
+    with pytest.raises(CapacityError) as err:
+        run_system(s, HW, big, "hierarchical")
+    assert err.value.field == "model"
+    assert run_system(s, HW, streamed, "hierarchical").extra["hit_fraction"] == 0.0

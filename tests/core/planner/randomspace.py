@@ -178,8 +178,8 @@ def random_neo_plan(seed: int) -> dict[str, Any]:
 
 def random_h2m2_plan(seed: int) -> dict[str, Any]:
     """A plan document over H2M2 boards: chip counts, HBM and LPDDR capacities priced per
-    GB, mappings and batch sizes, with random lengths (which the policy redraws per system)
-    and targets."""
+    GB, mappings and batch sizes, with random lengths, arrivals (closed, or Poisson from
+    light to overloading) and targets."""
     rng = np.random.default_rng(20_000 + seed)
     hbm = sorted({float(x) for x in rng.choice([2, 4, 16, 48, 96], size=2)})
     lpddr = sorted({float(x) for x in rng.choice([2, 16, 512], size=2)})
@@ -200,7 +200,7 @@ def random_h2m2_plan(seed: int) -> dict[str, Any]:
         targets["tpot_p90_ms"] = float(np.round(rng.uniform(0.3, 30), 2))
     if rng.random() < 0.3 or not targets:
         targets["min_throughput_tok_s"] = float(np.round(rng.uniform(20, 3000), 1))
-    return {
+    doc: dict[str, Any] = {
         "name": f"random H2M2 plan {seed}",
         "model": str(rng.choice(["llama2-7b", "llama3.1-8b"])),
         "workload": {
@@ -237,3 +237,11 @@ def random_h2m2_plan(seed: int) -> dict[str, Any]:
         },
         "search": {"round_size": int(rng.integers(1, 6)), "sensitivity": False},
     }
+    # drawn last, so the seeds keep the boards, lengths and targets they had before
+    kind = rng.choice(["closed", "poisson"])
+    if kind == "closed":
+        doc["workload"]["arrival"] = {"kind": "closed"}
+    else:
+        rate = float(np.round(np.exp(rng.uniform(np.log(0.2), np.log(50.0))), 2))
+        doc["workload"]["arrival"] = {"kind": "poisson", "rate_per_s": rate}
+    return doc

@@ -50,3 +50,24 @@ def test_the_report_prices_each_memory_configuration_and_keeps_it_out_of_the_sce
     assert "memory_options" in items["h2m2[hbm48+lpddr256]"]["price_source"]
     assert report["recommendation"]["key"] in report["scenario_omits"]["keys"]
     assert report["scenario"] is None
+
+
+def test_ttft_counts_from_arrival_so_light_load_meets_a_target_a_closed_queue_misses() -> None:
+    """The policy batches the requests that have arrived: spread out, each waits for its own
+    batch only; all at once, the later batches queue behind the first (screen and engine
+    agree on both)."""
+    verdicts = {}
+    for label, arrival in (
+        ("closed", {"kind": "closed"}),
+        ("light", {"kind": "poisson", "rate_per_s": 0.2}),
+    ):
+        doc = _doc()
+        doc["targets"] = {"ttft_p90_ms": 400}
+        doc["workload"]["arrival"] = arrival
+        plan = parse(doc)
+        search = Search(plan)
+        search.run()
+        key = "h2m2:1xh2m2[hbm48+lpddr256]:mapping=h2m2,max_batch=8"
+        cfg, verdict, i = next((c, v, i) for c, v, i in every_config(search) if c.key == key)
+        verdicts[label] = (verdict.row(i)["verdict"], evaluate_config(plan, cfg).feasible)
+    assert verdicts == {"closed": ("ttft_alone", False), "light": ("possible", True)}

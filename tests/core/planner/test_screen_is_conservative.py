@@ -23,8 +23,8 @@ from tests.core.planner.randomspace import random_h2m2_plan, random_neo_plan, ra
 
 SEEDS = range(12)
 NEO_SEEDS = range(16)
-# 17 and 32: boards too small for the weights under the hierarchical system, which the
-# policy's model accepts at any LPDDR capacity.
+# 17 and 32: boards too small for the weights under the hierarchical system (which the
+# policy's model once accepted at any LPDDR capacity, and now rejects like the others).
 H2M2_SEEDS = (*range(10), 17, 32)
 CASES = (
     [("space", s) for s in SEEDS]

@@ -10,22 +10,16 @@ Modules: :mod:`.hardware` (Tables 1, 4), :mod:`.kernels` (layer shapes), :mod:`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.errors import SpecError
 from simulations.core.metrics import latency_cdf, percentiles
 from simulations.core.policies.base import OptionSpec, Policy, ProgressFn, RoleSpec, register
-from simulations.core.spec import (
-    LengthDist,
-    LengthDistKind,
-    ModelSpec,
-    SloSpec,
-    SystemSpec,
-    WorkloadSpec,
-)
+from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
 
 from .energy import memory_energy_j
 from .hardware import H2M2Hardware
@@ -36,31 +30,6 @@ from .workload import Point
 #: iterations of one batch at which the iteration time is evaluated; between them it is
 #: interpolated linearly (the KV cache, and with it every cost, grows by one token a step)
 SAMPLES_PER_BATCH = 9
-
-
-def draw_lengths(
-    dist: LengthDist, n: int, rng: np.random.Generator, trace: Sequence[int] | None, path: str
-) -> np.ndarray:
-    """``n`` token lengths from ``dist`` (trace lengths are taken in order, cycling)."""
-    kind = LengthDistKind(dist.kind)
-    if kind is LengthDistKind.FIXED:
-        if dist.value is None:
-            raise SpecError(f"{path}.value", "a fixed length needs a value")
-        out = np.full(n, dist.value, dtype=np.int64)
-    elif kind is LengthDistKind.UNIFORM:
-        if dist.low is None or dist.high is None:
-            raise SpecError(path, "a uniform length needs low and high")
-        out = rng.integers(dist.low, dist.high + 1, size=n)
-    elif kind is LengthDistKind.LOGNORMAL:
-        if dist.median is None or dist.sigma is None:
-            raise SpecError(path, "a lognormal length needs median and sigma")
-        raw = np.rint(dist.median * np.exp(dist.sigma * rng.standard_normal(n)))
-        out = np.clip(raw, dist.low or 1, dist.high or 10**6).astype(np.int64)
-    else:
-        if not trace:
-            raise SpecError(path, "a trace length needs the workload's trace")
-        out = np.resize(np.asarray(trace, dtype=np.int64), n)
-    return np.maximum(out, 1)
 
 
 def prefill_s(shapes: LayerShapes, hw: H2M2Hardware, seq_lens: np.ndarray) -> float:
@@ -90,6 +59,89 @@ def _pct(values: np.ndarray, scale: float = 1.0) -> dict[str, float | None]:
     return percentiles(np.asarray(values, dtype=np.float64) * scale)
 
 
+@dataclass(frozen=True)
+class Served:
+    """When each request of a :class:`~simulations.core.engine.requests.RequestSet` got its
+    first and last token (seconds from time 0), its TPOT, the batches as ``(first, end)``
+    request-index ranges, and the boards' busy time and memory-access energy."""
+
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    tpot_s: np.ndarray
+    batches: list[tuple[int, int]]
+    busy_s: float
+    energy_j: float
+    mappings: list[list[int]]
+
+
+def serve_static_batches(
+    shapes: LayerShapes,
+    hw: H2M2Hardware,
+    requests: RequestSet,
+    mapping_name: str,
+    bmax: int,
+    progress: ProgressFn | None = None,
+) -> Served:
+    """Serve ``requests`` in static batches (see :class:`H2M2Policy`): when the boards are
+    free they take the arrived requests, FCFS, up to ``bmax`` (or wait for the next
+    arrival); a batch prefills (:func:`prefill_s`) and then decodes with ``mapping_name``
+    until its longest request finishes. Each step's time is evaluated at up to
+    :data:`SAMPLES_PER_BATCH` iterations of the batch and interpolated between them."""
+    arrival = requests.arrival_s
+    ins, outs = requests.input_tokens, requests.output_tokens
+    n = len(requests)
+    first_token = np.zeros(n)
+    finish = np.zeros(n)
+    tpot = np.zeros(n)
+    batches: list[tuple[int, int]] = []
+    clock = 0.0  # when the boards are next free
+    busy = 0.0
+    energy = 0.0
+    mappings: list[list[int]] = []
+    start = 0
+    while start < n:
+        begin = max(clock, float(arrival[start]))
+        # FCFS: the requests that have arrived by ``begin`` (``start``'s at least)
+        end = min(start + bmax, int(np.searchsorted(arrival, begin, side="right")))
+        idx = np.arange(start, end)
+        b_in, b_out = ins[idx], outs[idx]
+        steps = int(b_out.max())
+        pre = prefill_s(shapes, hw, b_in)
+        sample = np.unique(np.linspace(0, steps - 1, min(steps, SAMPLES_PER_BATCH)).round())
+        # FlexGen plans once per run for its peak memory and keeps the plan (§3.2)
+        plan = (
+            flexgen_lp_mapping(shapes, hw, _peak_point(b_in, b_out))
+            if mapping_name == "flexgen-lp"
+            else None
+        )
+        times, joules = [], []
+        for t in sample.astype(np.int64):
+            active = b_out > t
+            kv = float((b_in[active] + t + 1).sum())
+            point = Point(int(active.sum()), kv / int(active.sum()))
+            ev = run_system(shapes, hw, point, mapping_name, decided=plan)
+            times.append(ev.seconds)
+            joules.append(memory_energy_j(ev.bytes_hbm, ev.bytes_lpddr))
+            if ev.mapping is not None and t == sample[0]:
+                mappings.append(list(ev.mapping.as_tuple()))
+        grid = np.arange(steps)
+        step_s = np.interp(grid, sample, times)
+        step_j = np.interp(grid, sample, joules)
+        cum = np.cumsum(step_s)
+        first = begin + pre
+        first_token[idx] = first
+        finish[idx] = first + cum[b_out - 1]
+        tpot[idx] = cum[b_out - 1] / b_out
+        energy += float(step_j.sum())
+        clock = first + float(cum[-1])
+        busy += clock - begin
+        batches.append((start, end))
+        start = end
+        if progress is not None:
+            progress(end / n)
+    return Served(first_token, finish, tpot, batches, busy, energy, mappings)
+
+
 @register
 class H2M2Policy(Policy):
     """H2M2 (Hwang et al.): asymmetric HBM + LPDDR memory, head-aware kernel-memory mapping.
@@ -102,11 +154,18 @@ class H2M2Policy(Policy):
     (Eq. 1, planned once per batch for its peak memory and kept, §3.2),
     ``q-major``/``a-major``/``f-major`` (Fig. 8) and ``8-hbm`` (§5.5).
 
-    Deviations: the paper models the generation phase only; requests here are served in
-    static batches of ``max_batch`` one after another, each batch prefilling with the
-    roofline of :func:`prefill_s` (this model's own), then decoding until its longest
-    request finishes (finished requests leave the batch). Energy is memory-access energy
-    only (§5.5); chip power is not published.
+    Deviations: the paper models the generation phase only (§5.1: it measures "a single
+    iteration of the generation phase"); serving whole requests is this model's own. The
+    workload's requests (:func:`~simulations.core.engine.requests.generate_requests`, the
+    same for every system of a scenario) are served by a static batcher: whenever the
+    boards are free they take the requests that have arrived, first come first served, up
+    to ``max_batch`` (none arrived: they wait for the next arrival); the batch prefills with
+    the roofline of :func:`prefill_s` (not in the paper), then decodes until its longest
+    request finishes (finished requests leave the batch; nothing joins it). A request's
+    ``output_tokens`` decode iterations follow its prefill, and its TPOT is its decode time
+    over ``output_tokens``. TTFT and end-to-end latency count from the request's arrival;
+    throughput is over the span from the first arrival to the last finish. Energy is
+    memory-access energy only (§5.5); chip power is not published.
     """
 
     name = "h2m2"
@@ -146,62 +205,19 @@ class H2M2Policy(Policy):
         hw = H2M2Hardware.from_placements(system.devices)
         runtime = system.devices[0].runtime
         shapes = LayerShapes.of(model, runtime)
-        trace = workload.trace
-        n = workload.requests
-        ins = draw_lengths(
-            workload.input_tokens, n, rng, trace.input_tokens if trace else None, "input_tokens"
-        )
-        outs = draw_lengths(
-            workload.output_tokens,
-            n,
-            rng,
-            trace.output_tokens if trace else None,
-            "output_tokens",
-        )
+        requests = generate_requests(workload, model)
+        n = len(requests)
         bmax = int(opts["max_batch"])
         mapping_name = str(opts["mapping"])
-        ttft = np.zeros(n)
-        tpot = np.zeros(n)
-        e2e = np.zeros(n)
-        clock = 0.0
-        energy = 0.0
-        mappings: list[list[int]] = []
-        starts = list(range(0, n, bmax))
-        for bi, start in enumerate(starts):
-            idx = np.arange(start, min(start + bmax, n))
-            b_in, b_out = ins[idx], outs[idx]
-            steps = int(b_out.max())
-            pre = prefill_s(shapes, hw, b_in)
-            sample = np.unique(np.linspace(0, steps - 1, min(steps, SAMPLES_PER_BATCH)).round())
-            # FlexGen plans once per run for its peak memory and keeps the plan (§3.2)
-            plan = (
-                flexgen_lp_mapping(shapes, hw, _peak_point(b_in, b_out))
-                if mapping_name == "flexgen-lp"
-                else None
-            )
-            times, joules = [], []
-            for t in sample.astype(np.int64):
-                active = b_out > t
-                kv = float((b_in[active] + t + 1).sum())
-                point = Point(int(active.sum()), kv / int(active.sum()))
-                ev = run_system(shapes, hw, point, mapping_name, decided=plan)
-                times.append(ev.seconds)
-                joules.append(memory_energy_j(ev.bytes_hbm, ev.bytes_lpddr))
-                if ev.mapping is not None and t == sample[0]:
-                    mappings.append(list(ev.mapping.as_tuple()))
-            grid = np.arange(steps)
-            step_s = np.interp(grid, sample, times)
-            step_j = np.interp(grid, sample, joules)
-            cum = np.cumsum(step_s)
-            first = clock + pre
-            ttft[idx] = first
-            e2e[idx] = first + cum[b_out - 1]
-            tpot[idx] = cum[b_out - 1] / b_out
-            energy += float(step_j.sum())
-            clock = first + float(cum[-1])
-            if progress is not None:
-                progress((bi + 1) / len(starts))
-        makespan = clock
+        served = serve_static_batches(shapes, hw, requests, mapping_name, bmax, progress)
+        arrival = requests.arrival_s
+        outs = requests.output_tokens
+        ttft = served.first_token_s - arrival
+        e2e = served.finish_s - arrival
+        tpot = served.tpot_s
+        energy = served.energy_j
+        mappings = served.mappings
+        makespan = float(served.finish_s.max()) - float(arrival[0])
         tokens = float(outs.sum())
         throughput = tokens / makespan
         capex: float | None = 0.0
@@ -219,6 +235,9 @@ class H2M2Policy(Policy):
         return {
             "name": system.name,
             "policy": self.name,
+            "requests": n,
+            "generated_tokens": int(tokens),
+            "span_s": makespan,
             "throughput_tok_s": throughput,
             "requests_per_s": n / makespan,
             "ttft_ms": _pct(ttft, 1e3),
@@ -231,11 +250,12 @@ class H2M2Policy(Policy):
             "energy_j_per_token": energy / tokens,
             "energy_efficiency_tok_s_per_w": throughput / power if power > 0 else None,
             "slo_attainment": float(ok.mean()),
+            "clipped_requests": int(requests.clipped),
             "devices": [
                 {
                     "device": p.device.slug,
                     "count": p.count,
-                    "busy_fraction": 1.0,
+                    "busy_fraction": served.busy_s / makespan,
                     "energy_j": energy * p.count / sum(q.count for q in system.devices),
                 }
                 for p in system.devices
@@ -248,7 +268,8 @@ class H2M2Policy(Policy):
                     "per-iteration time of each batch at its sequence lengths; TTFT uses this "
                     "model's own prefill roofline (not in the paper); energy is memory-access "
                     "energy only (§5.5, pJ/bit of HBM2/LPDDR4 as cited in energy.py); static "
-                    f"batches of {bmax} requests served one after another."
+                    f"batches of up to {bmax} arrived requests (FCFS), each served to its "
+                    "longest request; TTFT and end-to-end latency count from arrival."
                 ),
             },
         }

@@ -393,6 +393,12 @@ def _homogeneous(
         )
     # strict hierarchy (Fig. 4c): both chips beside the HBM, which caches the LPDDR
     side = hw.hbm_both_chips()
+    # The footprint must fit the two memories together (the most permissive reading: an
+    # exclusive cache; an inclusive one would hold it all in the LPDDR), as every other
+    # mapping's footprint must fit the memory it uses.
+    room = hw.hbm.capacity_bytes + hw.lpddr.capacity_bytes
+    if total > room:
+        raise CapacityError("model", f"does not fit hierarchical HBM+LPDDR memory at {point.label}")
     if total <= side.capacity_bytes:
         tab = _single_side(shapes, side, point)
         m = _all_on_one(tab)
