@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,3 +21,19 @@ def wait_for(predicate: Callable[[], Any], *, timeout_s: float, interval_s: floa
         if time.monotonic() > deadline:
             pytest.fail(f"condition not met within {timeout_s} s")
         time.sleep(interval_s)
+
+
+def stopped_if(pid: int, holds: Callable[[], Any]) -> Any:
+    """Freeze process ``pid`` (SIGSTOP), then ask ``holds()``: if truthy, return it with the
+    process left frozen (for a SIGKILL that lands while it still holds what ``holds`` saw);
+    otherwise let the process go on (SIGCONT) and return None.
+
+    A worker child finishes a chunk of work in a fraction of a second, so a kill aimed at
+    "the child holding chunk X" races the child unless the child is frozen first.
+    """
+    os.kill(pid, signal.SIGSTOP)
+    value = holds()
+    if value:
+        return value
+    os.kill(pid, signal.SIGCONT)
+    return None

@@ -20,7 +20,7 @@ from simulations.plans import selectors, services
 from simulations.plans.models import ChunkStatus, Plan, PlanChunk, PlanResult
 from tests.conftest import WorkerProcess
 from tests.core.planner.helpers import parse, small_doc
-from tests.helpers import wait_for
+from tests.helpers import stopped_if, wait_for
 from tests.integration.tuned_workers import (  # noqa: F401  (the fixture)
     TunedWorker,
     tuned_worker_factory_fixture,
@@ -102,8 +102,15 @@ def test_sigkill_of_a_worker_child_mid_plan_records_every_configuration_once(
                     return chunk
         return None
 
+    def stopped_holding_a_chunk() -> dict[str, Any] | None:
+        chunk = chunk_on_our_child()
+        if chunk is None:
+            return None
+        still_running = PlanChunk.objects.filter(pk=chunk["id"], status=ChunkStatus.RUNNING)
+        return stopped_if(int(chunk["worker"].rsplit(":", 1)[1]), still_running.exists) and chunk
+
     try:
-        chunk = wait_for(chunk_on_our_child, timeout_s=180, interval_s=0.02)
+        chunk = wait_for(stopped_holding_a_chunk, timeout_s=180, interval_s=0.02)
     except pytest.fail.Exception:
         print(worker.log_text()[-5000:])
         raise

@@ -18,7 +18,7 @@ from simulations.sweeps.models import (
     SweepResult,
     SweepStatus,
 )
-from tests.helpers import wait_for
+from tests.helpers import stopped_if, wait_for
 from tests.integration.tuned_workers import (  # noqa: F401  (the fixture)
     TunedWorker,
     tuned_worker_factory_fixture,
@@ -92,21 +92,33 @@ def test_sigkill_of_a_worker_child_mid_sweep_records_every_configuration_exactly
                     return chunk
         return None
 
+    def stopped_holding_a_chunk() -> tuple[str, list[int]] | None:
+        """A pool child frozen (SIGSTOP) while it still holds a running chunk: a chunk takes
+        a fraction of a second, so without the freeze it may finish between the look-up and
+        the kill."""
+        chunk = chunk_on_our_child()
+        if chunk is None:
+            return None
+        victim = int(chunk["worker"].rsplit(":", 1)[1])
+        held = stopped_if(
+            victim,
+            lambda: list(
+                SweepChunk.objects.filter(
+                    sweep=sweep, status=ChunkStatus.RUNNING, worker=chunk["worker"]
+                ).values_list("pk", flat=True)
+            ),
+        )
+        return (chunk["worker"], held) if held else None
+
     try:
-        chunk = wait_for(chunk_on_our_child, timeout_s=120, interval_s=0.05)
+        holder, interrupted = wait_for(stopped_holding_a_chunk, timeout_s=120, interval_s=0.05)
     except pytest.fail.Exception:
         print(worker.log_text()[-5000:])
         raise
-    victim = int(chunk["worker"].rsplit(":", 1)[1])
+    victim = int(holder.rsplit(":", 1)[1])
     assert parent_of(victim) == worker.proc.pid, "must be a pool child, not the worker"
+    # The chunk(s) the child held when it died: frozen, so still running in the database.
     os.kill(victim, signal.SIGKILL)
-    # The chunk(s) the child held when it died (normally the one found above).
-    interrupted = list(
-        SweepChunk.objects.filter(
-            sweep=sweep, status=ChunkStatus.RUNNING, worker=chunk["worker"]
-        ).values_list("pk", flat=True)
-    )
-    assert interrupted, "the child was between chunks; nothing was interrupted"
     recorded_at_kill = sweep_row(sweep)["succeeded_count"]
     assert recorded_at_kill < 200, "the sweep finished before the kill; make it longer"
 
