@@ -8,8 +8,13 @@ Definitions (units are in the key names):
 - ``ttft_ms`` = first token − arrival; ``tpot_ms`` = (last token − first token) / (output
   tokens − 1), over requests with at least two output tokens; ``e2e_s`` = last token −
   arrival. Each is ``{mean, p50, p90, p99}`` (numpy's linear percentiles).
-- ``capex_usd`` is the sum of the device prices (``null`` if a device has no price, and
-  then so is ``cost_efficiency_tok_s_per_usd`` = throughput / capex).
+- ``capex_usd`` is the sum of the device prices over every placement of the system, idle
+  ones included (``null`` if a device has no price, and then so is
+  ``cost_efficiency_tok_s_per_usd`` = throughput / capex); a device's price is the
+  scenario's quote (its ``price_usd``) when given, else the catalog's. ``prices`` lists
+  each placement's price per device and ``price_source`` (``scenario``/``catalog``/
+  ``null``), and each ``devices`` entry repeats its placement's two
+  (:meth:`~simulations.core.spec.SystemSpec.cost_fields`).
 - Energy: a device's busy energy comes from its cost model; while it waits it draws its
   idle power (``idle_power_w`` of the cost model) for the rest of the window.
   ``avg_power_w`` = total energy / span, ``energy_j_per_token`` = energy / generated tokens,
@@ -139,6 +144,32 @@ def _slo(
     return float(ok.mean()), met
 
 
+def request_latencies(
+    arrival_s: np.ndarray,
+    first_token_s: np.ndarray,
+    finish_s: np.ndarray,
+    output_tokens: np.ndarray,
+    slo: SloSpec,
+) -> dict[str, Any]:
+    """The latency part of a result (``ttft_ms``, ``tpot_ms``, ``e2e_s``, ``latency_cdf``,
+    ``slo_attainment``, ``slo_met``) from each request's arrival, first and last token, by
+    the definitions of this module's notes — one definition for every policy, so systems
+    compare on the same TTFT and TPOT whatever simulates them."""
+    ttft_ms = (first_token_s - arrival_s) * 1e3
+    e2e_s = finish_s - arrival_s
+    multi = output_tokens > 1
+    tpot_ms = (finish_s[multi] - first_token_s[multi]) / (output_tokens[multi] - 1) * 1e3
+    slo_attainment, slo_met = _slo(slo, ttft_ms, tpot_ms, multi, e2e_s)
+    return {
+        "ttft_ms": percentiles(ttft_ms),
+        "tpot_ms": percentiles(tpot_ms),
+        "e2e_s": percentiles(e2e_s),
+        "latency_cdf": latency_cdf(ttft_ms, tpot_ms, e2e_s),
+        "slo_attainment": slo_attainment,
+        "slo_met": slo_met,
+    }
+
+
 def system_result(system: SystemSpec, out: SimOutput, slo: SloSpec) -> dict[str, Any]:
     """The DESIGN.md §4 entry of ``system`` from its simulated outcome ``out``."""
     req = out.requests
@@ -148,10 +179,7 @@ def system_result(system: SystemSpec, out: SimOutput, slo: SloSpec) -> dict[str,
     if not span > 0:
         raise ValueError("a simulated run must take time")
     gen_tokens = int(outputs.sum())
-    ttft_ms = (out.first_token_s - arrival) * 1e3
-    e2e_s = out.finish_s - arrival
-    multi = outputs > 1
-    tpot_ms = (out.finish_s[multi] - out.first_token_s[multi]) / (outputs[multi] - 1) * 1e3
+    lat = request_latencies(arrival, out.first_token_s, out.finish_s, outputs, slo)
 
     throughput = gen_tokens / span
     energy_by_unit = [u.busy_j + u.idle_w * max(0.0, span - u.busy_s) for u in out.units]
@@ -159,12 +187,10 @@ def system_result(system: SystemSpec, out: SimOutput, slo: SloSpec) -> dict[str,
     avg_power = energy / span
 
     devices: list[dict[str, Any]] = []
-    prices: list[float | None] = []
     for p_index, p in enumerate(system.devices):
         units = [u for u in out.units if u.placement == p_index]
         if not units:
             continue
-        prices.extend([p.device.price_usd] * len(units))
         devices.append(
             {
                 "device": p.device.slug,
@@ -179,12 +205,9 @@ def system_result(system: SystemSpec, out: SimOutput, slo: SloSpec) -> dict[str,
                 "generated_tokens": int(sum(u.decode_tokens + u.prefill_outputs for u in units)),
                 "memory_peak_gb": float(max(u.mem_peak_bytes for u in units) / 1e9),
                 "memory_capacity_gb": float(units[0].mem_capacity_bytes / 1e9),
+                **p.price_fields(),
             }
         )
-    capex: float | None = None
-    if prices and all(pr is not None for pr in prices):
-        capex = float(sum(pr for pr in prices if pr is not None))
-    slo_attainment, slo_met = _slo(slo, ttft_ms, tpot_ms, multi, e2e_s)
 
     return {
         "name": system.name,
@@ -196,18 +219,17 @@ def system_result(system: SystemSpec, out: SimOutput, slo: SloSpec) -> dict[str,
         "throughput_tok_s": throughput,
         "prompt_tok_s": float(req.input_tokens.sum()) / span,
         "requests_per_s": len(req) / span,
-        "ttft_ms": percentiles(ttft_ms),
-        "tpot_ms": percentiles(tpot_ms),
-        "e2e_s": percentiles(e2e_s),
-        "latency_cdf": latency_cdf(ttft_ms, tpot_ms, e2e_s),
-        "capex_usd": capex,
-        "cost_efficiency_tok_s_per_usd": throughput / capex if capex else None,
+        "ttft_ms": lat["ttft_ms"],
+        "tpot_ms": lat["tpot_ms"],
+        "e2e_s": lat["e2e_s"],
+        "latency_cdf": lat["latency_cdf"],
+        **system.cost_fields(throughput),
         "avg_power_w": avg_power,
         "energy_j": energy,
         "energy_j_per_token": energy / gen_tokens,
         "energy_efficiency_tok_s_per_w": throughput / avg_power if avg_power > 0 else None,
-        "slo_attainment": slo_attainment,
-        "slo_met": slo_met,
+        "slo_attainment": lat["slo_attainment"],
+        "slo_met": lat["slo_met"],
         "preemptions": int(out.preemptions.sum()),
         "clipped_requests": int(req.clipped),
         "events": out.events,

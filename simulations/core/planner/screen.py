@@ -962,19 +962,20 @@ class Screen:
         decode iteration streams all weights, each kernel taking at least its bytes over its
         side's bandwidth, so an iteration lasts at least ``τ = weights / (HBM + LPDDR
         bandwidth)`` (8-HBM: eight HBM stacks), and a prefill at least ``π = weights / (HBM
-        + LPDDR bandwidth)`` (the prefill roofline's memory term). A batch holding request
-        ``k`` therefore lasts at least ``π + o_k τ``. Hence:
+        + LPDDR bandwidth)`` (the prefill roofline's memory term). The prefill emits a
+        request's first token and each of its other ``o_k - 1`` takes an iteration, so a
+        batch holding request ``k`` lasts at least ``π + (o_k - 1) τ``. Hence:
 
-        * TPOT ≥ τ for every request.
+        * TPOT ≥ τ for every request with two tokens or more (others have no TPOT).
         * Request ``i``'s batch starts no earlier than its arrival, than the batch of
           ``i - 1`` (FCFS), nor than the end of the batch of any ``k ≤ i - max_batch``
           (which holds fewer than ``i - k + 1`` requests, so is an earlier one): a start
-          floor ``B_i = max(a_i, B_{i-1}, max_{k ≤ i - max_batch} B_k + π + o_k τ)``, and
-          TTFT_i ≥ ``B_i + π - a_i``.
-        * The span (first arrival to last finish) is at least every ``B_i + π + o_i τ -
-          a_0``, and at least the boards' busy time, which all falls in it: at least
-          ``⌈n / max_batch⌉`` prefills and, a batch of ``s`` steps generating at most
-          ``min(n, max_batch) s`` tokens, ``tokens / min(n, max_batch)`` steps.
+          floor ``B_i = max(a_i, B_{i-1}, max_{k ≤ i - max_batch} B_k + π + (o_k - 1) τ)``,
+          and TTFT_i ≥ ``B_i + π - a_i``.
+        * The span (first arrival to last finish) is at least every ``B_i + π + (o_i - 1) τ
+          - a_0``, and at least the boards' busy time, which all falls in it: at least
+          ``⌈n / max_batch⌉`` prefills and, a batch of ``s`` steps decoding at most
+          ``min(n, max_batch) s`` tokens, ``Σ(o_k - 1) / min(n, max_batch)`` steps.
 
         Chips (the count) speed up compute only, so every count shares the verdict. Energy
         (memory access only in this model) is bounded by 0.
@@ -996,10 +997,11 @@ class Screen:
         r = self.req
         n = r.n
         bmax = int(opts["max_batch"])
-        start = _static_batch_starts(r.a, pre + r.o * tau, bmax)
+        steps = r.o - 1  # the prefill emits the first token
+        start = _static_batch_starts(r.a, pre + steps * tau, bmax)
         ttft_req = start + pre - r.a
-        span = float(np.max(start + pre + r.o * tau) - r.a[0])
-        span = max(span, -(-n // bmax) * pre + r.tokens / min(n, bmax) * tau)
+        span = float(np.max(start + pre + steps * tau) - r.a[0])
+        span = max(span, -(-n // bmax) * pre + float(steps.sum()) / min(n, bmax) * tau)
         targets = self.plan.targets
         reason = 0
 
@@ -1012,7 +1014,7 @@ class Screen:
             ttft_ms = v if i == 0 else ttft_ms
             if v > limit and not reason:
                 reason = _CODE["ttft_alone"]
-        for i, (_, limit) in enumerate(targets.tpot()):
+        for i, (_, limit) in enumerate(targets.tpot() if bool(np.any(steps > 0)) else ()):
             v = tau * 1e3 * (1 - SLACK)
             tpot_ms = v if i == 0 else tpot_ms
             if v > limit and not reason:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from simulations.core.engine.requests import RequestSet, generate_requests
+from simulations.core.metrics import request_latencies
 from simulations.core.policies import get_policy
 from simulations.core.policies.h2m2 import prefill_s, serve_static_batches
 from simulations.core.policies.h2m2.hardware import H2M2Hardware
@@ -61,29 +62,33 @@ def _run(workload: WorkloadSpec, rng_seed: int = 0, **system: object) -> dict:
 
 
 def _back_to_back(requests: RequestSet, bmax: int, mapping: str) -> tuple[np.ndarray, ...]:
-    """The policy's schedule before it honoured arrivals: batches of ``bmax`` requests in
-    order, back to back from time 0 (first token, finish, TPOT)."""
+    """Closed arrivals served by hand: batches of ``bmax`` requests in order, back to back
+    from time 0; the prefill emits the first token, each further token takes one decode
+    iteration (first token, finish)."""
     ins, outs = requests.input_tokens, requests.output_tokens
     n = len(requests)
-    first_token, finish, tpot = np.zeros(n), np.zeros(n), np.zeros(n)
+    first_token, finish = np.zeros(n), np.zeros(n)
     clock = 0.0
     for start in range(0, n, bmax):
         idx = np.arange(start, min(start + bmax, n))
-        b_in, b_out = ins[idx], outs[idx]
-        steps = int(b_out.max())
+        b_in, b_dec = ins[idx], outs[idx] - 1
+        steps = int(b_dec.max())
+        first = clock + prefill_s(SHAPES, HW, b_in)
+        first_token[idx] = first
+        finish[idx] = first
+        clock = first
+        if steps == 0:
+            continue
         sample = np.unique(np.linspace(0, steps - 1, min(steps, 9)).round()).astype(np.int64)
         times = []
         for t in sample:
-            active = b_out > t
+            active = b_dec > t
             point = Point(int(active.sum()), float((b_in[active] + t + 1).sum()) / active.sum())
             times.append(run_system(SHAPES, HW, point, mapping).seconds)
         cum = np.cumsum(np.interp(np.arange(steps), sample, times))
-        first = clock + prefill_s(SHAPES, HW, b_in)
-        first_token[idx] = first
-        finish[idx] = first + cum[b_out - 1]
-        tpot[idx] = cum[b_out - 1] / b_out
+        finish[idx] = first + np.where(b_dec > 0, cum[np.maximum(b_dec - 1, 0)], 0.0)
         clock = first + float(cum[-1])
-    return first_token, finish, tpot
+    return first_token, finish
 
 
 def test_it_serves_the_workloads_requests_whatever_generator_it_is_handed() -> None:
@@ -111,18 +116,17 @@ def test_it_clips_requests_to_the_context_window_like_every_policy() -> None:
 def test_with_closed_arrivals_batches_run_back_to_back_from_time_zero(mapping: str) -> None:
     requests = generate_requests(_workload(ArrivalSpec(ArrivalKind.CLOSED)), MODEL)
     served = serve_static_batches(SHAPES, HW, requests, mapping, 8)
-    first_token, finish, tpot = _back_to_back(requests, 8, mapping)
+    first_token, finish = _back_to_back(requests, 8, mapping)
     assert served.batches == [(0, 8), (8, 16), (16, 20)]
     np.testing.assert_allclose(served.first_token_s, first_token, rtol=1e-12)
     np.testing.assert_allclose(served.finish_s, finish, rtol=1e-12)
-    np.testing.assert_allclose(served.tpot_s, tpot, rtol=1e-12)
     assert served.busy_s == pytest.approx(float(finish.max()), rel=1e-12)
 
 
 def test_the_result_of_a_closed_workload_counts_from_time_zero() -> None:
     workload = _workload(ArrivalSpec(ArrivalKind.CLOSED))
     requests = generate_requests(workload, MODEL)
-    first_token, finish, _ = _back_to_back(requests, 8, "h2m2")
+    first_token, finish = _back_to_back(requests, 8, "h2m2")
     res = _run(workload)
     assert res["span_s"] == pytest.approx(float(finish.max()), rel=1e-12)
     assert res["ttft_ms"]["p90"] == pytest.approx(np.percentile(first_token, 90) * 1e3, rel=1e-12)
@@ -167,3 +171,37 @@ def test_latencies_count_from_arrival_and_throughput_from_the_first_arrival() ->
     # at this rate the boards idle between batches, so TTFT is far below the span
     assert res["ttft_ms"]["p90"] < 0.1 * span * 1e3
     assert res["devices"][0]["busy_fraction"] < 1.0
+
+
+def test_its_latencies_follow_the_engines_definitions() -> None:
+    # TPOT = (last token - first token) / (output tokens - 1): the prefill emits the first
+    # token, so a one-token request decodes nothing and has no TPOT
+    requests = RequestSet.from_lists([0.0, 0.0, 0.0], [100, 200, 300], [1, 2, 9])
+    served = serve_static_batches(SHAPES, HW, requests, "h2m2", 8)
+    assert served.finish_s[0] == served.first_token_s[0]
+    assert served.finish_s[1] > served.first_token_s[1]
+    # request 1's single decode step is the batch's first iteration (two requests decode)
+    point = Point(2, float(200 + 1 + 300 + 1) / 2)
+    step0 = run_system(SHAPES, HW, point, "h2m2").seconds
+    assert served.finish_s[1] - served.first_token_s[1] == pytest.approx(step0, rel=1e-12)
+    lat = request_latencies(
+        requests.arrival_s,
+        served.first_token_s,
+        served.finish_s,
+        requests.output_tokens,
+        SloSpec(),
+    )
+    tpots = [step0, (served.finish_s[2] - served.first_token_s[2]) / 8]
+    assert lat["tpot_ms"]["mean"] == pytest.approx(np.mean(tpots) * 1e3, rel=1e-12)
+
+
+def test_it_reports_slo_attainment_and_whether_the_percentile_targets_hold() -> None:
+    workload = _workload(ArrivalSpec(ArrivalKind.CLOSED))
+    res = get_policy("h2m2")().run(
+        _system(), MODEL, workload, SloSpec(ttft_p99_ms=1e-3), np.random.default_rng(0), None
+    )
+    assert res["slo_met"] is False and res["slo_attainment"] == 0.0
+    res = get_policy("h2m2")().run(
+        _system(), MODEL, workload, SloSpec(tpot_p99_ms=1e9), np.random.default_rng(0), None
+    )
+    assert res["slo_met"] is True and res["slo_attainment"] == 1.0

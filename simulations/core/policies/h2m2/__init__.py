@@ -17,7 +17,7 @@ import numpy as np
 
 from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.errors import SpecError
-from simulations.core.metrics import latency_cdf, percentiles
+from simulations.core.metrics import request_latencies
 from simulations.core.policies.base import OptionSpec, Policy, ProgressFn, RoleSpec, register
 from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
 
@@ -55,19 +55,14 @@ def _peak_point(b_in: np.ndarray, b_out: np.ndarray) -> Point:
     return Point(n, float(kv[t]) / n)
 
 
-def _pct(values: np.ndarray, scale: float = 1.0) -> dict[str, float | None]:
-    return percentiles(np.asarray(values, dtype=np.float64) * scale)
-
-
 @dataclass(frozen=True)
 class Served:
     """When each request of a :class:`~simulations.core.engine.requests.RequestSet` got its
-    first and last token (seconds from time 0), its TPOT, the batches as ``(first, end)``
+    first and last token (seconds from time 0), the batches as ``(first, end)``
     request-index ranges, and the boards' busy time and memory-access energy."""
 
     first_token_s: np.ndarray
     finish_s: np.ndarray
-    tpot_s: np.ndarray
     batches: list[tuple[int, int]]
     busy_s: float
     energy_j: float
@@ -92,7 +87,6 @@ def serve_static_batches(
     n = len(requests)
     first_token = np.zeros(n)
     finish = np.zeros(n)
-    tpot = np.zeros(n)
     batches: list[tuple[int, int]] = []
     clock = 0.0  # when the boards are next free
     busy = 0.0
@@ -105,8 +99,22 @@ def serve_static_batches(
         end = min(start + bmax, int(np.searchsorted(arrival, begin, side="right")))
         idx = np.arange(start, end)
         b_in, b_out = ins[idx], outs[idx]
-        steps = int(b_out.max())
+        # the prefill emits each request's first token; its other tokens take one decode
+        # iteration each (as the engine counts them, simulations.core.metrics)
+        b_dec = b_out - 1
+        steps = int(b_dec.max())
         pre = prefill_s(shapes, hw, b_in)
+        first = begin + pre
+        first_token[idx] = first
+        finish[idx] = first
+        clock = first
+        if steps == 0:  # single-token requests: the prefill is the whole batch
+            busy += clock - begin
+            batches.append((start, end))
+            start = end
+            if progress is not None:
+                progress(end / n)
+            continue
         sample = np.unique(np.linspace(0, steps - 1, min(steps, SAMPLES_PER_BATCH)).round())
         # FlexGen plans once per run for its peak memory and keeps the plan (§3.2)
         plan = (
@@ -116,7 +124,7 @@ def serve_static_batches(
         )
         times, joules = [], []
         for t in sample.astype(np.int64):
-            active = b_out > t
+            active = b_dec > t
             kv = float((b_in[active] + t + 1).sum())
             point = Point(int(active.sum()), kv / int(active.sum()))
             ev = run_system(shapes, hw, point, mapping_name, decided=plan)
@@ -127,11 +135,8 @@ def serve_static_batches(
         grid = np.arange(steps)
         step_s = np.interp(grid, sample, times)
         step_j = np.interp(grid, sample, joules)
-        cum = np.cumsum(step_s)
-        first = begin + pre
-        first_token[idx] = first
-        finish[idx] = first + cum[b_out - 1]
-        tpot[idx] = cum[b_out - 1] / b_out
+        cum = np.concatenate(([0.0], np.cumsum(step_s)))
+        finish[idx] = first + cum[b_dec]
         energy += float(step_j.sum())
         clock = first + float(cum[-1])
         busy += clock - begin
@@ -139,7 +144,7 @@ def serve_static_batches(
         start = end
         if progress is not None:
             progress(end / n)
-    return Served(first_token, finish, tpot, batches, busy, energy, mappings)
+    return Served(first_token, finish, batches, busy, energy, mappings)
 
 
 @register
@@ -161,11 +166,12 @@ class H2M2Policy(Policy):
     boards are free they take the requests that have arrived, first come first served, up
     to ``max_batch`` (none arrived: they wait for the next arrival); the batch prefills with
     the roofline of :func:`prefill_s` (not in the paper), then decodes until its longest
-    request finishes (finished requests leave the batch; nothing joins it). A request's
-    ``output_tokens`` decode iterations follow its prefill, and its TPOT is its decode time
-    over ``output_tokens``. TTFT and end-to-end latency count from the request's arrival;
-    throughput is over the span from the first arrival to the last finish. Energy is
-    memory-access energy only (§5.5); chip power is not published.
+    request finishes (finished requests leave the batch; nothing joins it). The prefill
+    emits a request's first token and each further token takes one decode iteration, so
+    TTFT, TPOT and SLO attainment follow the engine's definitions
+    (:func:`~simulations.core.metrics.request_latencies`), counted from each request's
+    arrival; throughput is over the span from the first arrival to the last finish. Energy
+    is memory-access energy only (§5.5); chip power is not published.
     """
 
     name = "h2m2"
@@ -212,9 +218,7 @@ class H2M2Policy(Policy):
         served = serve_static_batches(shapes, hw, requests, mapping_name, bmax, progress)
         arrival = requests.arrival_s
         outs = requests.output_tokens
-        ttft = served.first_token_s - arrival
-        e2e = served.finish_s - arrival
-        tpot = served.tpot_s
+        lat = request_latencies(arrival, served.first_token_s, served.finish_s, outs, slo)
         energy = served.energy_j
         mappings = served.mappings
         makespan = float(served.finish_s.max()) - float(arrival[0])
@@ -225,13 +229,6 @@ class H2M2Policy(Policy):
             price = p.device.price_usd
             capex = None if capex is None or price is None else capex + price * p.count
         power = energy / makespan
-        ok = np.ones(n, dtype=bool)
-        if slo.ttft_p90_ms is not None:
-            ok &= ttft * 1e3 <= slo.ttft_p90_ms
-        if slo.tpot_p90_ms is not None:
-            ok &= tpot * 1e3 <= slo.tpot_p90_ms
-        if slo.e2e_p90_s is not None:
-            ok &= e2e <= slo.e2e_p90_s
         return {
             "name": system.name,
             "policy": self.name,
@@ -240,16 +237,12 @@ class H2M2Policy(Policy):
             "span_s": makespan,
             "throughput_tok_s": throughput,
             "requests_per_s": n / makespan,
-            "ttft_ms": _pct(ttft, 1e3),
-            "tpot_ms": _pct(tpot, 1e3),
-            "e2e_s": _pct(e2e),
-            "latency_cdf": latency_cdf(ttft * 1e3, tpot * 1e3, e2e),
+            **lat,
             "capex_usd": capex,
             "cost_efficiency_tok_s_per_usd": (throughput / capex) if capex else None,
             "avg_power_w": power,
             "energy_j_per_token": energy / tokens,
             "energy_efficiency_tok_s_per_w": throughput / power if power > 0 else None,
-            "slo_attainment": float(ok.mean()),
             "clipped_requests": int(requests.clipped),
             "devices": [
                 {
