@@ -19,9 +19,12 @@ spans the whole reduction depth ``K`` of the product. One block serves one pass 
 overlap the pass that uses the current one — the array "stalls" for the weights (§1's
 "weight-stall") — and costs time proportional to the block's depth: ``α·K`` row-times
 (the stationary rows are shifted in through the chain and the partial-sum wavefront must
-drain through it). The array's efficiency is therefore
+drain through it). The first block is loaded before any pass uses the array, while the
+streamed operand starts arriving from memory; only swaps stall (§3.2: the overhead is loading
+the stationary operand "more frequently"; when it "fits perfectly" there is none). Over the
+``B = N̂ / 32`` stationary blocks of a product the array's efficiency is therefore
 
-``e = M̂ / (M̂ + α·K̂)``
+``e = B·M̂ / (B·M̂ + (B − 1)·α·K̂)``  (→ ``M̂ / (M̂ + α·K̂)`` for many blocks)
 
 and the time of one product ``max(2·M̂·K̂·N̂ / (peak × compute_eff × e), bytes / bw) +
 launch``. The streamed operand and the result move with double buffering, so memory
@@ -48,8 +51,9 @@ This one mechanism gives each characteristic of §3.2:
 integer path: HeteroLLM "only utilizes NPU's TOPS during the decoding phase, as NPU
 currently does not support W4A16 for decoding" (§5.1, footnote 2), so their compute uses
 the INT8 peak; the same array mechanism applies. With one token the array computes a padded
-32-column tile, yet a decode Matmul streams its weight at about the NPU's own bandwidth —
-one processor alone, 40–45 GB/s (Fig. 6, §3.3).
+32-column tile held as one stationary block, so nothing is swapped and a decode Matmul
+streams its weight at the NPU's own bandwidth — one processor alone, 40–45 GB/s (Fig. 6,
+§3.3) — less the graph launch.
 
 **Graph launch.** Every graph execution costs ``launch_us`` of host-to-NPU invocation before
 the array starts (a fitted runtime parameter; HeteroLLM gives no figure).
@@ -116,8 +120,9 @@ class MatmulCost:
     """Cost of one ``[m, k] × [k, n]`` product on the NPU (second operand stationary).
 
     ``compute_s`` includes the block-swap stalls (``stall_s`` of it), ``efficiency`` is the
-    array's ``M̂ / (M̂ + α·K̂)``, ``tiles`` the stationary 32 × 32 tiles, ``launch_s`` the
-    graph invocation; ``seconds = max(compute_s, memory_s) + launch_s``.
+    array's ``B·M̂ / (B·M̂ + (B − 1)·α·K̂)`` over its ``B`` stationary blocks, ``tiles``
+    the stationary 32 × 32 tiles, ``launch_s`` the graph invocation;
+    ``seconds = max(compute_s, memory_s) + launch_s``.
     """
 
     seconds: float
@@ -151,7 +156,8 @@ def _ceil_to(x: int, step: int) -> int:
 class NpuModel(DeviceModel):
     """Weight-stationary NPU with static graphs (HeteroLLM §3.2, §4.1.1, §5.2.2).
 
-    Array efficiency ``M̂ / (M̂ + α·K̂)`` from the block-swap stall over the reduction depth,
+    Array efficiency ``B·M̂ / (B·M̂ + (B − 1)·α·K̂)`` from the block-swap stall over the
+    reduction depth (``B`` stationary blocks, the first loaded without a stall),
     padding to the array and the stack's row block, memory overlapped by double buffering,
     INT8 path for decode graphs (§5.1 footnote 2), a launch cost per graph execution.
     Deviations (see the module docstring): one stall constant per row of depth, no on-chip
@@ -228,9 +234,14 @@ class NpuModel(DeviceModel):
         tiles = (kp // self.rows) * (np_ // self.cols)
         rate = self.int_ops_rate if integer else self.ops_rate
         ideal = 2.0 * mp * kp * np_ / rate
-        # One stationary block per pass of the mp streamed rows; swapping it costs
-        # α·kp row-times that the pass cannot hide (the weight stall, §3.2).
-        efficiency = mp / (mp + self.stall_per_depth * kp)
+        # A stationary block spans the depth kp and one column tile and serves one pass of
+        # the mp streamed rows. Swapping in the *next* block costs α·kp row-times the pass
+        # cannot hide (the weight stall, §3.2: the cost of loading the stationary operand
+        # "more frequently"); the first block is loaded while the streamed operand starts
+        # arriving, as when the stationary operand "fits perfectly" (one block: no stall).
+        blocks = np_ // self.cols
+        stalled = self.stall_per_depth * kp * (blocks - 1)
+        efficiency = blocks * mp / (blocks * mp + stalled)
         compute = ideal / efficiency
         nbytes = (m * k * a_bits + k * n * b_bits + m * n * out_bits) / 8.0
         memory = nbytes / self.bw

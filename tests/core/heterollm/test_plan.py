@@ -7,7 +7,7 @@ import pytest
 
 from simulations.core.devices.gpu import GpuModel
 from simulations.core.policies.heterollm import Decider, HeteroSoc
-from simulations.core.policies.heterollm.plan import KernelRun, sibling_units
+from simulations.core.policies.heterollm.plan import KernelRun, sibling_units, unit_npu_last
 from simulations.core.spec import ModelSpec
 
 MISALIGNED = (7, 45, 100, 135, 200, 300, 525, 600, 777, 1000, 1100)
@@ -240,3 +240,33 @@ def test_pipe_is_never_slower_than_padding(soc: HeteroSoc, llama8b: ModelSpec) -
     for s in MISALIGNED:
         assert pipe.prefill(s).seconds <= pad.prefill(s).seconds * (1 + 1e-12), s
     assert pipe.prefill(135).seconds < pad.prefill(135).seconds
+
+
+def test_fast_sync_decode_refills_the_gpu_queue_only_when_the_npu_ends_last(
+    soc: HeteroSoc, llama8b: ModelSpec
+) -> None:
+    """§4.2: in decode the next GPU kernel is queued behind the GPU's share of a row-cut
+    kernel; when the NPU's share ends last the queue has drained (§3.1: 50–100 µs)."""
+    d = Decider(soc, llama8b, "hetero-tensor")
+    refill = soc.sync.empty_queue_submit_us * 1e-6
+    assert d.boundary_s("gpu+npu", "gpu", decode=True, npu_last=False) == 0.0
+    assert d.boundary_s("gpu+npu", "gpu", decode=True, npu_last=True) == pytest.approx(refill)
+    assert d.boundary_s("npu", "gpu", decode=True) == pytest.approx(refill)
+    # the NPU-dominant prefill delays every GPU submission until the NPU is done
+    for last in (False, True):
+        assert d.boundary_s("gpu+npu", "gpu", decode=False, npu_last=last) == pytest.approx(refill)
+    assert d.npu_last_s(True, fast=True) == pytest.approx(refill)
+    assert d.npu_last_s(False, fast=True) == 0.0
+    assert d.npu_last_s(True, fast=False) == 0.0
+
+
+def test_a_units_last_kernel_decides_which_processor_ends_it() -> None:
+    layer = [
+        _kernel("attn_norm", "norm", "gpu"),
+        _kernel("q_proj", "gemm", "npu"),
+        _kernel("k_proj", "gemm", "gpu"),
+        _kernel("rope", "rope", "gpu"),
+        _kernel("gate_proj", "gemm", "gpu"),
+        _kernel("up_proj", "gemm", "npu"),
+    ]
+    assert unit_npu_last(layer) == [False, False, False, True]

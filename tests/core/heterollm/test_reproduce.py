@@ -43,7 +43,6 @@ def test_every_check_explains_its_assumptions(checks: dict[str, dict]) -> None:
 def test_the_headline_prefill_and_decode_figures_are_reproduced(checks: dict[str, dict]) -> None:
     for cid in (
         "heterollm.fig13.llama8b_seq1024_tensor_tok_s",
-        "heterollm.fig14.seq525_over_padding",
         "heterollm.fig14.seq525_over_pipe",
         "heterollm.fig16.llama8b_tensor_tok_s",
         "heterollm.fig16.llama8b_tensor_over_gpu",

@@ -152,3 +152,21 @@ def test_corun_of_compute_bound_kernels_is_their_maximum() -> None:
     got = float(corun_s(2e-3, 1e3, 3e-3, 1e3, 68.0))
     assert got == pytest.approx(3e-3, rel=1e-5)
     assert float(corun_s(0.0, 0.0, 3e-3, 1e6, 68.0)) == 3e-3
+
+
+def test_decode_solver_charges_the_refill_to_partitions_whose_npu_share_ends_last(
+    soc: HeteroSoc,
+) -> None:
+    """§3.1/§4.2: an NPU share that ends last leaves the GPU queue empty; with that cost
+    the solver prefers a partition that ends on the GPU when one is nearly as fast."""
+    for shape in ((4096, 14336), (14336, 4096), (4096, 4096)):
+        g = Gemm("mm", 1, *shape)
+        free = PartitionSolver(soc, 0.0).solve(g, "rows", decode=True)
+        costly = PartitionSolver(soc, 0.0, npu_last_s=1.0).solve(g, "rows", decode=True)
+        npu_last = costly.uses_npu and costly.t_npu_s > costly.t_gpu_s
+        assert not npu_last
+        assert costly.objective_s == pytest.approx(costly.compute_s)
+        assert costly.objective_s >= free.objective_s
+    with pytest.raises(SpecError) as err:
+        PartitionSolver(soc, 0.0, npu_last_s=-1.0)
+    assert err.value.field == "npu_last_s"

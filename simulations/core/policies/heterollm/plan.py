@@ -31,8 +31,12 @@ such boundary plus the refill of the drained GPU queue (50–100 µs) where a GP
 submitted after it; fast synchronisation
 (shared buffers, predicted sleep then polling) costs only the submission of the next GPU
 kernel to an empty queue when a GPU kernel waits for the NPU in the NPU-dominant prefill,
-and nothing in the GPU-dominant decode, where the next GPU kernel is already queued behind
-the GPU's share of the partitioned kernel (:class:`~simulations.core.memory.UnifiedMemorySync`).
+and in the GPU-dominant decode only where the NPU's work ends last: when the GPU's share of
+a row-cut kernel is the longer one, the next GPU kernel is queued behind it while it runs
+(§4.2: "once the NPU task is completed, we promptly submit the next GPU kernel"), but when
+the NPU's share (or an NPU-only kernel) ends last the GPU queue has drained and the
+submission pays the refill (50–100 µs, §3.1)
+(:class:`~simulations.core.memory.UnifiedMemorySync`).
 Boundaries are counted fork-join: a partitioned kernel joins both processors before the next
 kernel that reads its output starts (Fig. 11: the next GPU kernel is submitted once the NPU
 part has finished). Sibling Matmuls that read one input and feed none of each other
@@ -55,10 +59,9 @@ the NPU, all on the GPU) and keeps the fastest: the paper's per-kernel ``T_sync`
 see which neighbours share a boundary, the executed pass does.
 
 Deviations: kernels run one after another in graph order (no overlap of independent
-kernels beyond the GPU/NPU halves of one partitioned kernel); in decode a row-cut kernel
-hands over for free with fast synchronisation even when its NPU share ends after the GPU's
-(the solver balances the shares, so this happens by a few µs; §4.2 assumes the GPU share
-is the longer one, leaving the next GPU kernel queued behind it); NPU graph launches cost
+kernels beyond the GPU/NPU halves of one partitioned kernel); which processor ends a kernel
+last is decided on the two shares' times alone (an NPU share ending a few µs after the
+GPU's pays the whole refill, one ending a few µs before pays none); NPU graph launches cost
 nothing beyond the NPU model; graph preparation (online-prepare) occupies neither processor
 (it runs in the CPU-side compiler) and is charged as latency only.
 """
@@ -100,6 +103,13 @@ class KernelRun:
     npu_j: float
     bytes: float
     partition: Partition | None = None
+
+    @property
+    def npu_last(self) -> bool:
+        """Whether the NPU finishes this kernel after the GPU (or runs it alone)."""
+        if self.partition is None:
+            return self.procs == NPU
+        return self.partition.uses_npu and self.partition.t_npu_s > self.partition.t_gpu_s
 
     def as_dict(self) -> dict[str, Any]:
         """Row of the per-kernel placement table."""
@@ -208,7 +218,11 @@ class Decider:
         plan_fast = self.fast_sync or bool(plan_for_fast_sync)
         self.plan_fast = plan_fast
         self.solvers = {
-            phase: PartitionSolver(soc, self.handover_s(phase == "decode", fast=plan_fast))
+            phase: PartitionSolver(
+                soc,
+                self.handover_s(phase == "decode", fast=plan_fast),
+                self.npu_last_s(phase == "decode", fast=plan_fast),
+            )
             for phase in ("prefill", "decode")
         }
         self._prefill: dict[int, PhaseRun] = {}
@@ -216,7 +230,15 @@ class Decider:
 
     # --- synchronisation -----------------------------------------------------------------
 
-    def boundary_s(self, a: str, b: str, *, decode: bool, fast: bool | None = None) -> float:
+    def boundary_s(
+        self,
+        a: str,
+        b: str,
+        *,
+        decode: bool,
+        fast: bool | None = None,
+        npu_last: bool | None = None,
+    ) -> float:
         """Cost of the boundary between a kernel on ``a`` and the next on ``b``.
 
         Conventional synchronisation copies the hand-over tensor (fixed ≈400 µs, §3.1) and,
@@ -224,23 +246,33 @@ class Decider:
         a hand-over to a kernel wholly on the NPU submits nothing to the GPU, whose next
         kernel pays its refill at the NPU→GPU hand-over after it. With fast synchronisation
         only a GPU kernel waiting for NPU work pays (submission to an empty queue), unless
-        the phase is GPU-dominant (decode) and the GPU had a share of the previous kernel, so
-        the next GPU kernel was already queued behind it (§4.2).
+        the phase is GPU-dominant (decode) and the GPU's share of the previous kernel ended
+        last (``npu_last`` false), so the next GPU kernel was already queued behind it
+        (§4.2). ``npu_last`` defaults to whether ``a`` ran on the NPU alone.
         """
         if a == b and a != BOTH:
             return 0.0
+        if npu_last is None:
+            npu_last = a == NPU
         sync = self.soc.sync
         if not (self.fast_sync if fast is None else fast):
             refill = sync.conventional_s() - sync.copy_latency_us * 1e-6
             return sync.copy_latency_us * 1e-6 + (refill if GPU in b else 0.0)
         if GPU in b and NPU in a:
-            return sync.fast_s(gpu_dominant=decode and GPU in a)
+            return sync.fast_s(gpu_dominant=decode and GPU in a and not npu_last)
         return 0.0
 
     def handover_s(self, decode: bool, *, fast: bool) -> float:
         """The solver's ``T_sync + T_copy``: a partitioned kernel between GPU kernels."""
         return self.boundary_s(GPU, BOTH, decode=decode, fast=fast) + self.boundary_s(
             BOTH, GPU, decode=decode, fast=fast
+        )
+
+    def npu_last_s(self, decode: bool, *, fast: bool) -> float:
+        """The solver's extra hand-over cost for a partition whose NPU share ends last: the
+        refill of the drained GPU queue where the GPU's share would otherwise hide it."""
+        return self.boundary_s(BOTH, GPU, decode=decode, fast=fast, npu_last=True) - (
+            self.boundary_s(BOTH, GPU, decode=decode, fast=fast, npu_last=False)
         )
 
     # --- passes ----------------------------------------------------------------------------
@@ -374,17 +406,18 @@ class Decider:
         pre, layer, post = runs[:1], runs[1:-2], runs[-2:]
         n_layers = g.n_layers
         units = sibling_units(layer)
-        bounds: list[tuple[str, str, int]] = []
-        bounds.append((pre[-1].procs, units[0], 1))
-        for ua, ub in pairwise(units):
-            bounds.append((ua, ub, n_layers))
-        bounds.append((units[-1], units[0], n_layers - 1))
-        bounds.append((units[-1], post[0].procs, 1))
-        bounds.append((post[0].procs, post[1].procs, 1))
+        lasts = unit_npu_last(layer)
+        bounds: list[tuple[str, bool, str, int]] = []
+        bounds.append((pre[-1].procs, pre[-1].npu_last, units[0], 1))
+        for (ua, ub), la in zip(pairwise(units), lasts, strict=False):
+            bounds.append((ua, la, ub, n_layers))
+        bounds.append((units[-1], lasts[-1], units[0], n_layers - 1))
+        bounds.append((units[-1], lasts[-1], post[0].procs, 1))
+        bounds.append((post[0].procs, post[0].npu_last, post[1].procs, 1))
         sync_s = 0.0
         syncs = 0
-        for a, b, count in bounds:
-            cost = self.boundary_s(a, b, decode=decode, fast=fast)
+        for a, last, b, count in bounds:
+            cost = self.boundary_s(a, b, decode=decode, fast=fast, npu_last=last)
             if a != b or a == BOTH:
                 syncs += count
             sync_s += cost * count
@@ -448,6 +481,21 @@ def sibling_units(kernels: Sequence[KernelRun]) -> list[str]:
             units.append(k.procs)
         prev_gemm = gemm
     return units
+
+
+def unit_npu_last(kernels: Sequence[KernelRun]) -> list[bool]:
+    """For each unit of :func:`sibling_units`, whether the NPU ends it last (its last kernel's
+    :attr:`KernelRun.npu_last`: kernels run in graph order, so the last one decides)."""
+    lasts: list[bool] = []
+    prev_gemm = False
+    for k in kernels:
+        gemm = k.kind == OpKind.GEMM.value
+        if gemm and prev_gemm:
+            lasts[-1] = k.npu_last
+        else:
+            lasts.append(k.npu_last)
+        prev_gemm = gemm
+    return lasts
 
 
 def prefill_tok_s(decider: Decider, seq: int) -> float:

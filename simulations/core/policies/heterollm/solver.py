@@ -33,7 +33,10 @@ advance and only row-cutting applies (§4.1.2).
 (:func:`.soc.corun_s`), which is the plain maximum for compute-bound prefill kernels and
 accounts for bandwidth contention in decode. ``T_sync + T_copy`` (``handover_s``) is what
 the caller's synchronisation mechanism charges for sending a kernel's input to the NPU and
-its output back (:mod:`.plan`).
+its output back (:mod:`.plan`); in decode with fast synchronisation it is zero, and
+``npu_last_s`` (the refill of the GPU queue, §3.1) is charged only to partitions whose NPU
+share ends last (§4.2: the next GPU kernel is queued behind the GPU's share only while that
+share is still running).
 """
 
 from __future__ import annotations
@@ -147,16 +150,21 @@ def row_options(n: int) -> np.ndarray:
 class PartitionSolver:
     """Enumerates and scores partitions of Matmuls for one SoC (HeteroLLM §4.3).
 
-    ``handover_s`` is the solver's ``T_sync + T_copy`` for a kernel that uses the NPU.
+    ``handover_s`` is the solver's ``T_sync + T_copy`` for a kernel that uses the NPU;
+    ``npu_last_s`` is added where the NPU's share ends after the GPU's (or the NPU runs the
+    whole kernel): the GPU queue has drained by then and the next GPU kernel is submitted to
+    an empty queue (§3.1, §4.2 — fast synchronisation in the GPU-dominant decode).
     Results are cached per (scope, Matmul shape, static-graph strategy); the caches are per
     instance (no module state).
     """
 
-    def __init__(self, soc: HeteroSoc, handover_s: float) -> None:
-        if not (np.isfinite(handover_s) and handover_s >= 0):
-            raise SpecError("handover_s", "must be a finite, non-negative number of seconds")
+    def __init__(self, soc: HeteroSoc, handover_s: float, npu_last_s: float = 0.0) -> None:
+        for name, value in (("handover_s", handover_s), ("npu_last_s", npu_last_s)):
+            if not (np.isfinite(value) and value >= 0):
+                raise SpecError(name, "must be a finite, non-negative number of seconds")
         self.soc = soc
         self.handover_s = float(handover_s)
+        self.npu_last_s = float(npu_last_s)
         self._cache: dict[tuple[object, ...], Partition] = {}
         self._npu: dict[tuple[int, int, int], tuple[float, float]] = {}
 
@@ -255,7 +263,20 @@ class PartitionSolver:
             t += ti
             b += bi
         return Partition(
-            strategy, g.n, graphs, 0, 0, 0.0, t, t, t + self.handover_s, 0.0, t, 0.0, b, False
+            strategy,
+            g.n,
+            graphs,
+            0,
+            0,
+            0.0,
+            t,
+            t,
+            t + self.handover_s + self.npu_last_s,
+            0.0,
+            t,
+            0.0,
+            b,
+            False,
         )
 
     def whole_npu(self, g: Gemm, static: StaticGraphs, *, decode: bool = False) -> Partition:
@@ -347,7 +368,7 @@ class PartitionSolver:
             "b_gpu": b_gpu,
             "b_npu": b_npu,
             "compute": compute,
-            "objective": compute + self.handover_s,
+            "objective": compute + self.handover_s + self.npu_last_s * (t_npu > t_gpu),
             "tail": np.broadcast_to(tail[:, None], t_gpu.shape),
             "gpu_rows": np.broadcast_to(side_rows[None, :], t_gpu.shape),
             "rows": rows,
