@@ -36,6 +36,7 @@ from simulations.core.spec import (
     WorkloadSpec,
 )
 from simulations.core.validation import (
+    MAX_PRICE_USD,
     ROOT,
     Errors,
     key_path,
@@ -78,7 +79,7 @@ MAX_OPTIONS = 64
 _TOP_KEYS = ("name", "description", "model", "workload", "systems", "slo")
 _WORKLOAD_KEYS = ("requests", "input_tokens", "output_tokens", "arrival", "seed")
 _SYSTEM_KEYS = ("name", "description", "policy", "devices", "options")
-_PLACEMENT_KEYS = ("device", "count", "role", "runtime")
+_PLACEMENT_KEYS = ("device", "count", "role", "runtime", "price_usd")
 _SLO_KEYS = ("ttft_p90_ms", "tpot_p90_ms", "ttft_p99_ms", "tpot_p99_ms", "e2e_p90_s")
 _DIST_KEYS = {
     "fixed": ("dist", "value"),
@@ -300,6 +301,14 @@ def _placement(
         errs, key_path(path, "count"), obj.get("count"), minimum=1, maximum=MAX_DEVICES_PER_SYSTEM
     )
     role = read_str(errs, key_path(path, "role"), obj.get("role", ""), required=False, max_len=64)
+    # The user's quote per device (null = none): overrides the catalog price in capex.
+    price: float | None = None
+    price_ok = True
+    if obj.get("price_usd") is not None:
+        price = read_positive(
+            errs, key_path(path, "price_usd"), obj["price_usd"], maximum=MAX_PRICE_USD
+        )
+        price_ok = price is not None
     runtime: RuntimeProfile | None = None
     rt_path = key_path(path, "runtime")
     if obj.get("runtime") is not None:
@@ -324,9 +333,12 @@ def _placement(
             )
         else:
             runtime = catalog.runtimes[default]
-    if device is None or count is None or role is None or runtime is None:
+    if device is None or count is None or role is None or runtime is None or not price_ok:
         return None, count or 0
-    return DevicePlacement(device=device, count=count, runtime=runtime, role=role), count
+    placement = DevicePlacement(
+        device=device, count=count, runtime=runtime, role=role, quoted_price_usd=price
+    )
+    return placement, count
 
 
 def _check_roles(
@@ -643,6 +655,11 @@ def scenario_to_document(spec: ScenarioSpec) -> dict[str, Any]:
                         "count": p.count,
                         **({"role": p.role} if p.role else {}),
                         "runtime": p.runtime.slug,
+                        **(
+                            {"price_usd": p.quoted_price_usd}
+                            if p.quoted_price_usd is not None
+                            else {}
+                        ),
                     }
                     for p in s.devices
                 ],
@@ -661,6 +678,7 @@ __all__ = [
     "MAX_DEVICES_PER_SYSTEM",
     "MAX_OPTIONS",
     "MAX_PLACEMENTS_PER_SYSTEM",
+    "MAX_PRICE_USD",
     "MAX_RATE_PER_S",
     "MAX_REQUESTS",
     "MAX_SEED",

@@ -424,14 +424,50 @@ class WorkloadSpec:
 # --- systems and scenarios -------------------------------------------------------------------
 
 
+#: Where a placement's price per device comes from (the result's ``price_source``).
+PRICE_FROM_SCENARIO = "scenario"
+PRICE_FROM_CATALOG = "catalog"
+
+
 @dataclass(frozen=True)
 class DevicePlacement:
-    """``count`` identical devices in a system, with a policy role and a software stack."""
+    """``count`` identical devices in a system, with a policy role and a software stack.
+
+    ``quoted_price_usd`` is the scenario's ``price_usd`` for this entry — the user's quote
+    per device, which overrides the catalog's ``price_usd`` (e.g. for devices the catalog
+    has no price for). Every capex figure reads :attr:`unit_price_usd`, never the catalog
+    price directly.
+    """
 
     device: DeviceSpec
     count: int
     runtime: RuntimeProfile
     role: str = ""
+    quoted_price_usd: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.quoted_price_usd is not None:
+            check_positive(f"{self.device.slug}.price_usd", self.quoted_price_usd)
+
+    @property
+    def unit_price_usd(self) -> float | None:
+        """Price of one device: the scenario's quote if given, else the catalog's (``None``
+        when neither exists)."""
+        if self.quoted_price_usd is not None:
+            return float(self.quoted_price_usd)
+        return None if self.device.price_usd is None else float(self.device.price_usd)
+
+    @property
+    def price_source(self) -> str | None:
+        """``"scenario"`` (the quote), ``"catalog"`` or ``None`` (no price known)."""
+        if self.quoted_price_usd is not None:
+            return PRICE_FROM_SCENARIO
+        return PRICE_FROM_CATALOG if self.device.price_usd is not None else None
+
+    def price_fields(self) -> dict[str, Any]:
+        """The ``price_usd`` (per device) and ``price_source`` keys of a result's device
+        entry."""
+        return {"price_usd": self.unit_price_usd, "price_source": self.price_source}
 
 
 @dataclass(frozen=True)
@@ -446,6 +482,34 @@ class SystemSpec:
     def by_role(self, role: str) -> tuple[DevicePlacement, ...]:
         """The placements that play ``role``."""
         return tuple(p for p in self.devices if p.role == role)
+
+    @property
+    def capex_usd(self) -> float | None:
+        """Purchase cost of the system: every placement's :attr:`~DevicePlacement.
+        unit_price_usd` × ``count`` — including devices a policy leaves idle (they were
+        bought) — or ``None`` when some device has no price (a partial sum would look
+        cheaper than the system is)."""
+        total = 0.0
+        for p in self.devices:
+            price = p.unit_price_usd
+            if price is None:
+                return None
+            total += price * p.count
+        return total if self.devices else None
+
+    def cost_fields(self, throughput_tok_s: float) -> dict[str, Any]:
+        """The result's ``capex_usd``, ``cost_efficiency_tok_s_per_usd`` (throughput per
+        dollar) and ``prices`` (per placement: device, role, count, ``price_usd`` per device
+        and ``price_source``) — the one place every policy takes its cost figures from."""
+        capex = self.capex_usd
+        return {
+            "capex_usd": capex,
+            "cost_efficiency_tok_s_per_usd": throughput_tok_s / capex if capex else None,
+            "prices": [
+                {"device": p.device.slug, "role": p.role, "count": p.count, **p.price_fields()}
+                for p in self.devices
+            ],
+        }
 
 
 @dataclass(frozen=True, slots=True)

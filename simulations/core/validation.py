@@ -16,6 +16,8 @@ from typing import Any
 ROOT = "document"
 #: Characters of names (scenario, systems) and roles.
 MAX_NAME_LENGTH = 200
+#: Largest price a document may quote for one device, USD.
+MAX_PRICE_USD = 1e8
 
 
 class Errors:

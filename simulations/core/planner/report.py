@@ -19,20 +19,26 @@ Shape (units in the key names; ``null`` where a figure does not exist)::
      "evaluated": [{"key", "description", "capex_usd", "feasible", "why", "metrics",
                     "screen"}],
      "scenario": a scenario document (DESIGN.md §3) with the recommendation and its
-                 alternatives, to re-run with ``manage.py simulate``,
+                 alternatives, to re-run with ``manage.py simulate``; device entries the
+                 plan quotes a price for carry it as ``price_usd``, so the re-run reports
+                 the plan's capex,
      "scenario_omits": {"keys", "why"} (only when some are left out of the scenario)}
+
+A ``system`` entry (recommendation, runner-up, cheapest per device type) is a scenario
+``systems`` entry carrying the same quoted prices.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simulations.core.scenario import scenario_to_document
-from simulations.core.spec import ScenarioSpec
+from simulations.core.scenario import MAX_SYSTEMS, scenario_to_document
+from simulations.core.spec import ScenarioSpec, SystemSpec
 
 from .evaluate import Evaluation
 from .screen import REASON_TEXT, REASONS
@@ -41,6 +47,7 @@ from .space import CONSTRAINT_ORDER, Config, describe, system_document, system_s
 
 if TYPE_CHECKING:
     from .search import Candidate, Search
+    from .spec import PlanSpec
 
 _TARGET_WORDS = {
     "ttft_p90_ms": ("p90 TTFT", "ttft_ms", "p90", "ms"),
@@ -85,12 +92,44 @@ def _value(metrics: dict[str, Any], target: str) -> float | None:
     return float(v) if isinstance(v, int | float) else None
 
 
+def _quotes(config: Config, plan: PlanSpec) -> list[float | None]:
+    """The plan's quoted price per device of each of ``config``'s placements (``None``
+    where the catalog price applies). A memory configuration's price is not a quote for
+    the catalog device its scenario entry names, so it carries none (such systems stay out
+    of the report's scenario)."""
+    out: list[float | None] = []
+    for _, entry in config.signature.roles:
+        choice = plan.devices[entry]
+        out.append(None if choice.variant else choice.quoted_price_usd)
+    return out
+
+
+def _system_document(config: Config, plan: PlanSpec) -> dict[str, Any]:
+    """The configuration as a scenario ``systems`` entry with the plan's quoted prices."""
+    doc = system_document(config, plan)
+    for item, quote in zip(doc["devices"], _quotes(config, plan), strict=True):
+        if quote is not None:
+            item["price_usd"] = quote
+    return doc
+
+
+def _system_spec(config: Config, plan: PlanSpec) -> SystemSpec:
+    """The configuration as a core SystemSpec with the plan's quoted prices, so a scenario
+    built from it reruns with the plan's capex."""
+    spec = system_spec(config, plan)
+    placements = tuple(
+        replace(p, quoted_price_usd=quote)
+        for p, quote in zip(spec.devices, _quotes(config, plan), strict=True)
+    )
+    return replace(spec, devices=placements)
+
+
 def _entry(search: Search, config: Config, ev: Evaluation) -> dict[str, Any]:
     plan = search.plan
     return {
         "key": config.key,
         "description": describe(config, plan),
-        "system": system_document(config, plan),
+        "system": _system_document(config, plan),
         "capex_usd": config.capex_usd,
         "devices": config.device_count,
         "power_tdp_w": config.power_w,
@@ -432,16 +471,23 @@ def _scenario(search: Search, doc: dict[str, Any]) -> dict[str, Any] | None:
     variants = [
         k for k in keys if any(plan.devices[e].variant for e in search.by_key[k].config.entries())
     ]
+    keys = [k for k in keys if k not in variants]
+    # Quoted prices do travel (a scenario entry's price_usd), so only these are left out.
+    overflow = keys[MAX_SYSTEMS:]
+    keys = keys[:MAX_SYSTEMS]
+    why = []
     if variants:
-        doc["scenario_omits"] = {
-            "keys": variants,
-            "why": "their memory capacities come from memory_options, not the catalog; a "
-            "scenario names catalog devices",
-        }
-    keys = [k for k in keys if k not in variants][:32]
+        why.append(
+            "memory configurations (their capacities and memory prices come from "
+            "memory_options, not the catalog; a scenario names catalog devices)"
+        )
+    if overflow:
+        why.append(f"beyond the {MAX_SYSTEMS} systems a scenario may hold")
+    if variants or overflow:
+        doc["scenario_omits"] = {"keys": variants + overflow, "why": "; ".join(why)}
     if not keys:
         return None
-    systems = tuple(system_spec(search.by_key[k].config, plan) for k in keys)
+    systems = tuple(_system_spec(search.by_key[k].config, plan) for k in keys)
     spec = ScenarioSpec(
         name=f"{plan.name}: recommendation and alternatives"[:200],
         model=plan.model,

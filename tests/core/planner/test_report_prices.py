@@ -1,0 +1,58 @@
+"""The plan report's scenario carries the plan's quoted prices, so re-running it with
+``simulate`` reports the plan's capex for devices the catalog does not price."""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+from simulations.core.catalog import builtin_catalog
+from simulations.core.planner import Search
+from simulations.core.scenario import parse_scenario
+from simulations.core.simulate import simulate
+from tests.core.planner.helpers import neo_doc, parse
+
+
+@cache
+def _report() -> dict[str, Any]:
+    return Search(parse(neo_doc())).run()
+
+
+def test_the_report_scenario_quotes_the_plans_prices() -> None:
+    report = _report()
+    scenario = report["scenario"]
+    assert scenario is not None and "scenario_omits" not in report
+    quotes = {"a10g": 3500, "g5-4xlarge-cpu": 1500, "g5-16xlarge-cpu": 6000}
+    seen = set()
+    for system in scenario["systems"]:
+        for d in system["devices"]:
+            seen.add(d["device"])
+            # The catalog-priced H100 keeps the catalog price; quoted entries carry theirs.
+            assert d.get("price_usd") == quotes.get(d["device"])
+    assert "a10g" in seen
+    rec = report["recommendation"]
+    for d in rec["system"]["devices"]:
+        assert d.get("price_usd") == quotes.get(d["device"])
+
+
+def test_simulating_the_report_scenario_gives_the_plans_capex() -> None:
+    report = _report()
+    capex = {e["key"]: e["capex_usd"] for e in report["evaluated"]}
+    rec = report["recommendation"]
+    result = simulate(parse_scenario(report["scenario"], builtin_catalog()))
+    assert result["systems"][0]["name"] == rec["key"]
+    for system in result["systems"]:
+        assert system["capex_usd"] is not None
+        assert math.isclose(system["capex_usd"], capex[system["name"]])
+        assert math.isclose(
+            system["cost_efficiency_tok_s_per_usd"],
+            system["throughput_tok_s"] / capex[system["name"]],
+        )
+    first = result["systems"][0]
+    assert math.isclose(first["capex_usd"], rec["capex_usd"])
+    # The engine run of the scenario is the plan's confirmation run of that configuration.
+    assert math.isclose(first["throughput_tok_s"], rec["metrics"]["throughput_tok_s"])
+    sources = {p["device"]: p["price_source"] for p in first["prices"]}
+    assert sources.get("a10g", "scenario") == "scenario"
+    assert set(sources.values()) <= {"scenario", "catalog"}
