@@ -27,7 +27,10 @@ Each observation is also left out in turn and predicted from the other three.
 minimising the squared log errors of the three decode speed-ups of Hetero-tensor over
 PPL-OpenCL in §5.3 (Llama-8B 1.234×, Llama-3B 1.0852×, InternLM-1.8B 1.1338×, prompt 256),
 computed by the ``heterollm`` policy's decider; each left out in turn and predicted from
-the other two.
+the other two. A one-token decode product is one stationary block, which the array model
+does not stall on (§3.2), so the array streams decode weights at the NPU's own bandwidth
+(Fig. 6); what keeps the §5.3 speed-ups below the GPU+NPU bandwidth ratio (59.1/43.3) and
+makes them shrink with the model is then the per-graph launch, which this fit carries.
 
 ``graph_prep_base_ms`` and ``graph_prep_ms_per_melem`` — online graph preparation for
 Llama-8B: 408.4 ms at 135 tokens and 2050 ms at 1000 tokens (§5.2.2), two unknowns from two
