@@ -259,6 +259,7 @@ def _processor_entries(
                 "runtime": p.runtime.slug,
                 "busy_fraction": float(total[2 + k] / span),
                 "energy_j": energy * share,
+                **p.price_fields(),
             }
         )
     return entries
