@@ -179,6 +179,34 @@ def test_neo_nodes_pay_for_every_tensor_parallel_gpu_and_the_host_cpu(policy: st
         assert d["price_source"] == "scenario"
 
 
+def test_a_soc_is_priced_by_its_processors_quotes() -> None:
+    (result,) = _run(
+        _doc(
+            {
+                "name": "phone",
+                "policy": "heterollm",
+                "options": {"mode": "hetero-tensor"},
+                "devices": [
+                    {
+                        "device": "adreno-750",
+                        "count": 1,
+                        "role": "gpu",
+                        "runtime": "w4a16-opencl-adreno",
+                        "price_usd": 300,
+                    },
+                    {"device": "hexagon-npu", "count": 1, "role": "npu", "price_usd": 200},
+                ],
+            },
+            model="llama3.2-3b",
+        )
+    )
+    assert result["capex_usd"] == 500
+    assert {d["device"]: (d["price_usd"], d["price_source"]) for d in result["devices"]} == {
+        "adreno-750": (300, "scenario"),
+        "hexagon-npu": (200, "scenario"),
+    }
+
+
 def test_a_quote_survives_scenario_to_document() -> None:
     doc = _doc(
         _homogeneous(
