@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from simulations.core.scenario import MAX_SYSTEMS, scenario_to_document
-from simulations.core.spec import ScenarioSpec, SystemSpec
+from simulations.core.spec import ScenarioSpec
 
 from .evaluate import Evaluation
 from .screen import REASON_TEXT, REASONS
@@ -111,17 +110,6 @@ def _system_document(config: Config, plan: PlanSpec) -> dict[str, Any]:
         if quote is not None:
             item["price_usd"] = quote
     return doc
-
-
-def _system_spec(config: Config, plan: PlanSpec) -> SystemSpec:
-    """The configuration as a core SystemSpec with the plan's quoted prices, so a scenario
-    built from it reruns with the plan's capex."""
-    spec = system_spec(config, plan)
-    placements = tuple(
-        replace(p, quoted_price_usd=quote)
-        for p, quote in zip(spec.devices, _quotes(config, plan), strict=True)
-    )
-    return replace(spec, devices=placements)
 
 
 def _entry(search: Search, config: Config, ev: Evaluation) -> dict[str, Any]:
@@ -487,7 +475,7 @@ def _scenario(search: Search, doc: dict[str, Any]) -> dict[str, Any] | None:
         doc["scenario_omits"] = {"keys": variants + overflow, "why": "; ".join(why)}
     if not keys:
         return None
-    systems = tuple(_system_spec(search.by_key[k].config, plan) for k in keys)
+    systems = tuple(system_spec(search.by_key[k].config, plan) for k in keys)
     spec = ScenarioSpec(
         name=f"{plan.name}: recommendation and alternatives"[:200],
         model=plan.model,

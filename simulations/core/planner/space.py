@@ -172,7 +172,10 @@ def system_document(config: Config, plan: PlanSpec) -> dict[str, Any]:
 
 
 def system_spec(config: Config, plan: PlanSpec) -> SystemSpec:
-    """The configuration as a core SystemSpec (options resolved with the policy's defaults)."""
+    """The configuration as a core SystemSpec (options resolved with the policy's defaults).
+
+    A placement carries the plan's price as its quote where the plan quotes one or prices a
+    memory configuration, so the engine's capex and per-device prices are the plan's."""
     cls = get_policy(config.policy)
     placements = tuple(
         DevicePlacement(
@@ -180,6 +183,9 @@ def system_spec(config: Config, plan: PlanSpec) -> SystemSpec:
             count=count,
             runtime=plan.devices[entry].runtime,
             role=role,
+            quoted_price_usd=plan.devices[entry].price_usd
+            if plan.devices[entry].quoted_price_usd is not None or plan.devices[entry].variant
+            else None,
         )
         for (role, entry), count in zip(config.signature.roles, config.counts, strict=True)
     )

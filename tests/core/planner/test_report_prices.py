@@ -56,3 +56,13 @@ def test_simulating_the_report_scenario_gives_the_plans_capex() -> None:
     sources = {p["device"]: p["price_source"] for p in first["prices"]}
     assert sources.get("a10g", "scenario") == "scenario"
     assert set(sources.values()) <= {"scenario", "catalog"}
+
+
+def test_the_plans_engine_runs_price_devices_as_the_plan_does() -> None:
+    report = _report()
+    prices = {d["device"]: (d["price_usd"], d["price_source"]) for d in report["per_device_type"]}
+    rec = report["recommendation"]
+    for d in rec["metrics"]["devices"]:
+        price, source = prices[d["device"]]
+        assert d["price_usd"] == price
+        assert d["price_source"] == ("scenario" if source.startswith("plan") else "catalog")
