@@ -13,6 +13,9 @@ from typing import Any
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import ProtectedError, RestrictedError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
+from django.views.defaults import server_error as django_server_error
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -53,3 +56,23 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             status=status.HTTP_409_CONFLICT,
         )
     return drf_exception_handler(exc, context)
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """The site's 404 handler: JSON under ``/api/`` (a path no API route matches, e.g. a
+    slug with characters a slug cannot hold), Django's page elsewhere — an API client is
+    never handed an HTML error page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"detail": "No such endpoint or object."}, status=status.HTTP_404_NOT_FOUND
+        )
+    return page_not_found(request, exception or Http404())
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """The site's 500 handler: JSON under ``/api/``, Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"detail": "Internal server error."}, status=status.HTTP_500_INTERNAL_SERVER_ERROR
+        )
+    return django_server_error(request)

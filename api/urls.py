@@ -27,5 +27,6 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("", include(router.urls)),
     # Anything else under /api/ (e.g. an id that is not a number): JSON 404, not HTML.
-    re_path(r"^.*$", views.NotFoundView.as_view(), name="not-found"),
+    # [\s\S]: a path may hold a newline (%0A) that "." would not match
+    re_path(r"^[\s\S]*$", views.NotFoundView.as_view(), name="not-found"),
 ]

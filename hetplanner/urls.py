@@ -9,3 +9,7 @@ urlpatterns = [
     path("api/", include("api.urls")),
     path("", include("frontend.urls")),
 ]
+
+# JSON errors for API paths no route matches; HTML pages elsewhere
+handler404 = "api.exceptions.not_found"
+handler500 = "api.exceptions.server_error"
