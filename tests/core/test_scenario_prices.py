@@ -220,3 +220,28 @@ def test_a_quote_survives_scenario_to_document() -> None:
     assert devices[0]["price_usd"] == 3500
     assert "price_usd" not in devices[1]
     assert parse_scenario(out, CATALOG) == spec
+
+
+def test_an_h2m2_board_is_priced_by_its_quote() -> None:
+    assert CATALOG.devices["h2m2"].price_usd is None
+    unquoted, quoted = _run(
+        _doc(
+            {
+                "name": "catalog",
+                "policy": "h2m2",
+                "devices": [{"device": "h2m2", "count": 1}],
+                "options": {"mapping": "h2m2", "max_batch": 4},
+            },
+            {
+                "name": "quoted",
+                "policy": "h2m2",
+                "devices": [{"device": "h2m2", "count": 1, "price_usd": 15000}],
+                "options": {"mapping": "h2m2", "max_batch": 4},
+            },
+            model="llama2-70b",
+        )
+    )
+    assert unquoted["capex_usd"] is None and unquoted["cost_efficiency_tok_s_per_usd"] is None
+    assert quoted["capex_usd"] == 15000
+    assert math.isclose(quoted["cost_efficiency_tok_s_per_usd"], quoted["throughput_tok_s"] / 15000)
+    assert [(d["price_usd"], d["price_source"]) for d in quoted["devices"]] == [(15000, "scenario")]

@@ -63,6 +63,7 @@ from simulations.core.spec import (
     WorkloadSpec,
 )
 from simulations.core.validation import (
+    MAX_PRICE_USD,
     Errors,
     key_path,
     read_int,
@@ -86,9 +87,6 @@ MAX_POLICY_ENTRIES = 16
 MAX_OPTION_VALUES = 16
 #: Largest count of one device entry in one role.
 MAX_COUNT = 256
-#: Largest price a plan document may quote for one device (USD): a bound against typos
-#: and overflow, well above any single accelerator or host.
-MAX_PRICE_USD = 1e8
 #: Configurations a space may describe (counted before anything is enumerated).
 MAX_CONFIGS = 200_000
 #: Engine confirmations one plan may run.

@@ -11,7 +11,7 @@ from simulations.core.catalog import builtin_catalog
 from simulations.core.planner import Search
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
-from tests.core.planner.helpers import neo_doc, parse
+from tests.core.planner.helpers import neo_doc, parse, small_doc
 
 
 @cache
@@ -66,3 +66,21 @@ def test_the_plans_engine_runs_price_devices_as_the_plan_does() -> None:
         price, source = prices[d["device"]]
         assert d["price_usd"] == price
         assert d["price_source"] == ("scenario" if source.startswith("plan") else "catalog")
+
+
+def test_an_h2m2_board_quoted_in_the_plan_reruns_at_the_plans_capex() -> None:
+    doc = small_doc(targets={"tpot_p90_ms": 1000})
+    doc["workload"]["requests"] = 12
+    doc["space"] = {
+        "devices": [{"device": "h2m2", "max_count": 2, "price_usd": 9000}],
+        "policies": [{"policy": "h2m2", "options": {"mapping": ["h2m2"], "max_batch": [8]}}],
+    }
+    report = Search(parse(doc)).run()
+    rec = report["recommendation"]
+    assert rec is not None and "scenario_omits" not in report
+    assert rec["system"]["devices"][0]["price_usd"] == 9000
+    result = simulate(parse_scenario(report["scenario"], builtin_catalog()))
+    first = result["systems"][0]
+    assert first["name"] == rec["key"]
+    assert first["capex_usd"] == rec["capex_usd"] == 9000 * rec["system"]["devices"][0]["count"]
+    assert first["devices"][0]["price_source"] == "scenario"

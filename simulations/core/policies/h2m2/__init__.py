@@ -224,10 +224,6 @@ class H2M2Policy(Policy):
         makespan = float(served.finish_s.max()) - float(arrival[0])
         tokens = float(outs.sum())
         throughput = tokens / makespan
-        capex: float | None = 0.0
-        for p in system.devices:
-            price = p.device.price_usd
-            capex = None if capex is None or price is None else capex + price * p.count
         power = energy / makespan
         return {
             "name": system.name,
@@ -238,8 +234,7 @@ class H2M2Policy(Policy):
             "throughput_tok_s": throughput,
             "requests_per_s": n / makespan,
             **lat,
-            "capex_usd": capex,
-            "cost_efficiency_tok_s_per_usd": (throughput / capex) if capex else None,
+            **system.cost_fields(throughput),
             "avg_power_w": power,
             "energy_j_per_token": energy / tokens,
             "energy_efficiency_tok_s_per_w": throughput / power if power > 0 else None,
@@ -250,6 +245,7 @@ class H2M2Policy(Policy):
                     "count": p.count,
                     "busy_fraction": served.busy_s / makespan,
                     "energy_j": energy * p.count / sum(q.count for q in system.devices),
+                    **p.price_fields(),
                 }
                 for p in system.devices
             ],
