@@ -70,3 +70,19 @@ def test_the_collector_is_restored_when_the_task_raises() -> None:
     with pytest.raises(RuntimeError), collector_paused_then_settled():
         raise RuntimeError("boom")
     assert gc.isenabled()
+
+
+def test_a_frozen_cycle_dropped_after_its_task_is_reclaimed_by_the_next_task() -> None:
+    gc.enable()
+    holder: list[_Node] = []
+    with collector_paused_then_settled():
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a
+        holder.append(a)
+        del a, b
+    ref = weakref.ref(holder[0])
+    holder.clear()  # the cycle is garbage now, but frozen
+    assert ref() is not None
+    with collector_paused_then_settled():
+        pass
+    assert ref() is None

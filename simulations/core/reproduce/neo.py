@@ -524,10 +524,11 @@ def decode_ceilings(
 
 
 #: The T4's memory as the CUDA driver reports it: 14.75 GiB (PyTorch's out-of-memory
-#: reports on T4s read "14.75 GiB total capacity", e.g. github find_string id 29310183345;
-#: the 16 GB of the datasheet less ECC and the driver's reserve). SwiftLLM's 0.99 rule
-#: multiplies this total, not the datasheet's; used only to state the sensitivity in the
-#: Fig. 6 T4 note (the catalog keeps the datasheet figure every other model uses).
+#: reports on T4s read "GPU 0; 14.75 GiB total capacity", as quoted in public PyTorch
+#: issue threads; the 16 GB of the datasheet less ECC and the driver's reserve).
+#: SwiftLLM's 0.99 rule multiplies this total, not the datasheet's; used only to state the
+#: sensitivity in the Fig. 6 T4 note (the catalog keeps the datasheet figure every other
+#: model uses).
 T4_DRIVER_TOTAL_BYTES = 14.75 * 2**30
 #: vLLM's default ``--gpu-memory-utilization`` (EngineArgs; the harness comments its flag
 #: out and passes a block count instead).
