@@ -17,13 +17,12 @@ from .engine.doubles import fpga_spec, gpu_spec, placement, system
 SYSTEM = system("s", "glitches", placement(gpu_spec(), 1, "prefill"), placement(fpga_spec(), 1))
 
 
-def _unit(index: int, placement: int, device: str, price: float | None, **kw: object) -> UnitReport:
+def _unit(index: int, placement: int, device: str, **kw: object) -> UnitReport:
     base = dict(
         index=index,
         placement=placement,
         device=device,
         role="",
-        price_usd=price,
         idle_w=10.0,
         busy_s=0.0,
         busy_j=0.0,
@@ -49,7 +48,6 @@ def _outcome() -> SimOutput:
         0,
         0,
         "gpu-a",
-        17000.0,
         busy_s=4.0,
         busy_j=1200.0,
         prefill_s=1.0,
@@ -57,7 +55,7 @@ def _outcome() -> SimOutput:
         timeline=[[0.0, 1.0, PREFILL, -1, 2], [2.0, 5.0, DECODE, 2, 1]],
         link_timeline=[[0.5, 1.2, TRANSFER, 0, 1, "out"]],
     )
-    fpga = _unit(1, 1, "fpga-a", 8000.0, busy_s=6.0, busy_j=300.0, decode_s=6.0)
+    fpga = _unit(1, 1, "fpga-a", busy_s=6.0, busy_j=300.0, decode_s=6.0)
     return SimOutput(
         requests=reqs,
         first_token_s=np.array([1.0, 1.0, 2.5]),
@@ -107,7 +105,6 @@ def test_cost_and_energy_with_idle_power_for_the_rest_of_the_window() -> None:
 
 def test_a_device_without_a_price_leaves_capex_unknown() -> None:
     out = _outcome()
-    out.units[1] = dataclasses.replace(out.units[1], price_usd=None)
     fpga = dataclasses.replace(fpga_spec(), price_usd=None)
     sys_ = system("s", "glitches", placement(gpu_spec(), 1, "prefill"), placement(fpga, 1))
     r = system_result(sys_, out, SloSpec())

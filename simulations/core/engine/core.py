@@ -235,7 +235,6 @@ class UnitReport:
     placement: int
     device: str
     role: str
-    price_usd: float | None
     idle_w: float
     busy_s: float
     busy_j: float
@@ -385,7 +384,6 @@ class Simulator:
                 placement=u.placement,
                 device=u.slug,
                 role=u.role,
-                price_usd=u.device.price_usd,
                 idle_w=u.idle_w,
                 busy_s=u.busy_s,
                 busy_j=u.busy_j,
