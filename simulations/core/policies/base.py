@@ -89,12 +89,35 @@ class Policy(ABC):
 
     Subclasses set ``name``, ``roles``, ``options`` and a docstring that cites the paper
     section they implement and lists any deviation from it.
+
+    They also declare how a system of theirs is laid out, which the capacity planner
+    (:mod:`simulations.core.planner`) reads instead of knowing policies by name (the
+    defaults describe a policy whose devices are independent replicas):
+
+    ``tensor_parallel_role``
+        The role whose devices form *one* tensor-parallel group serving the model (Neo §4):
+        its count is the tensor-parallel degree of a single server, not a number of
+        replicas. ``None``: no such role.
+    ``host_roles``
+        Roles that are the node's host rather than a device count to search (the host CPU
+        of Neo-style systems): a node has one host, so such a role always has count 1,
+        takes no device slot of the node, and is not left empty when a host can be chosen.
+    ``single_node``
+        Whether the system's devices must share one node (they exchange data through one
+        host, form one tensor-parallel group, or are one board): the planner's
+        ``max_devices_per_node`` then bounds the whole system.
+
+    :func:`register` checks that these name declared roles and that a policy with a
+    tensor-parallel group or a host role is single-node (one group, one host).
     """
 
     name: ClassVar[str]
     summary: ClassVar[str] = ""
     roles: ClassVar[tuple[RoleSpec, ...]] = ()
     options: ClassVar[tuple[OptionSpec, ...]] = ()
+    tensor_parallel_role: ClassVar[str | None] = None
+    host_roles: ClassVar[frozenset[str]] = frozenset()
+    single_node: ClassVar[bool] = False
 
     @classmethod
     def resolve_options(cls, given: Mapping[str, Any], path: str = "options") -> dict[str, Any]:
@@ -140,10 +163,30 @@ class Policy(ABC):
 _REGISTRY: dict[str, type[Policy]] = {}
 
 
+def _check_layout(cls: type[Policy]) -> None:
+    """ValueError unless the layout a policy declares is consistent with its roles."""
+    role_names = {r.name for r in cls.roles}
+    unknown = sorted(set(cls.host_roles) - role_names)
+    if unknown:
+        raise ValueError(f"policy {cls.name!r}: host_roles {unknown} are not among its roles")
+    tp = cls.tensor_parallel_role
+    if tp is not None and tp not in role_names:
+        raise ValueError(f"policy {cls.name!r}: tensor_parallel_role {tp!r} is not a role")
+    if tp is not None and tp in cls.host_roles:
+        raise ValueError(f"policy {cls.name!r}: role {tp!r} cannot be both host and TP group")
+    if (tp is not None or cls.host_roles) and not cls.single_node:
+        raise ValueError(
+            f"policy {cls.name!r}: a tensor-parallel group or a host role makes the system "
+            "one node; declare single_node = True"
+        )
+
+
 def register(cls: type[Policy]) -> type[Policy]:
-    """Class decorator: add a policy to the registry under ``cls.name``."""
+    """Class decorator: add a policy to the registry under ``cls.name`` (after checking the
+    layout it declares, see :class:`Policy`)."""
     if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
         raise ValueError(f"policy {cls.name!r} registered twice")
+    _check_layout(cls)
     _REGISTRY[cls.name] = cls
     return cls
 

@@ -536,6 +536,7 @@ class GlitchesPolicy(EnginePolicy):
         ),
         RoleSpec("decode", "FPGAs that decode one request at a time", ("fpga",), required=False),
     )
+    single_node: ClassVar[bool] = True
     options: ClassVar[tuple[OptionSpec, ...]] = (
         OptionSpec(
             "prefetch_ratio",

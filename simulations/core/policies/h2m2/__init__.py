@@ -184,6 +184,7 @@ class H2M2Policy(Policy):
             kinds=("memory-accel",),
         ),
     )
+    single_node = True
     options = (
         OptionSpec(
             "mapping",

@@ -216,6 +216,9 @@ class NeoBasePolicy(EnginePolicy):
 
     mode: ClassVar[str] = NEO
     roles: ClassVar[tuple[RoleSpec, ...]] = (GPU_ROLE, CPU_ROLE)
+    tensor_parallel_role: ClassVar[str | None] = GPU_ROLE.name
+    host_roles: ClassVar[frozenset[str]] = frozenset({CPU_ROLE.name})
+    single_node: ClassVar[bool] = True
     #: The simulator of the latest :meth:`simulate` (tests inspect its decisions).
     last_sim: NeoSim | None = None
 
@@ -428,6 +431,9 @@ class GpuOnlyPolicy(EnginePolicy):
         RoleSpec("cpu", "the host CPU (idle: the baseline does not offload)", ("cpu",), False),
     )
     options: ClassVar[tuple[OptionSpec, ...]] = SHARED_OPTIONS
+    tensor_parallel_role: ClassVar[str | None] = GPU_ROLE.name
+    host_roles: ClassVar[frozenset[str]] = frozenset({"cpu"})
+    single_node: ClassVar[bool] = True
 
     def simulate(
         self,
