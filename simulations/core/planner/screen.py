@@ -80,7 +80,7 @@ from simulations.core.policies.neo.tp import TensorParallelGpu, shard_model
 from simulations.core.spec import DeviceKind, DevicePlacement, SystemSpec
 
 from .space import Config, Group, Signature
-from .spec import TENSOR_PARALLEL_POLICIES, PlanSpec
+from .spec import PlanSpec, policy_traits
 
 #: Relative slack applied to every bound in the optimistic direction (float rounding).
 SLACK = 1e-6
@@ -327,10 +327,11 @@ class CostCache:
         return self._stages[(sig.policy, sig.options, sig.roles, tp)]
 
     def _placements(self, sig: Signature, tp: int | None) -> tuple[DevicePlacement, ...]:
+        tp_role = policy_traits(sig.policy).tensor_parallel_role
         return tuple(
             DevicePlacement(
                 self.plan.devices[e].device,
-                tp if tp is not None and role == "gpu" else 1,
+                tp if tp is not None and role == tp_role else 1,
                 self.plan.devices[e].runtime,
                 role,
             )
@@ -911,8 +912,9 @@ class Screen:
     def evaluate(self, group: Group) -> GroupScreen:
         """The verdict on every configuration of ``group``."""
         sig = group.signature
-        if sig.policy in TENSOR_PARALLEL_POLICIES:
-            return self._evaluate_tensor_parallel(group)
+        tp_role = policy_traits(sig.policy).tensor_parallel_role
+        if tp_role is not None:
+            return self._evaluate_tensor_parallel(group, tp_role)
         if sig.policy == "h2m2":
             return self._evaluate_h2m2(group)
         n_cfg = len(group)
@@ -933,11 +935,12 @@ class Screen:
             return GroupScreen.rejected(n_cfg, "memory", _NO_ROOM)
         return self._verdict(b, group.counts)
 
-    def _evaluate_tensor_parallel(self, group: Group) -> GroupScreen:
-        """Neo-style nodes: the GPU count is the tensor-parallel degree, which changes every
-        per-request cost, so each configuration is bounded on its own (one server each)."""
+    def _evaluate_tensor_parallel(self, group: Group, tp_role: str) -> GroupScreen:
+        """Neo-style nodes: the count of the policy's tensor-parallel role (its GPUs) is the
+        tensor-parallel degree, which changes every per-request cost, so each configuration
+        is bounded on its own (one server each)."""
         sig = group.signature
-        col = [r for r, _ in sig.roles].index("gpu")
+        col = [r for r, _ in sig.roles].index(tp_role)
         parts = []
         for i in range(len(group)):
             tp = int(group.counts[i, col])

@@ -28,18 +28,11 @@ from simulations.core.scenario import MAX_DEVICES_PER_SYSTEM
 from simulations.core.spec import DevicePlacement, SystemSpec
 
 from .spec import (
-    HOST_ROLES,
-    TENSOR_PARALLEL_POLICIES,
     PlanSpec,
     count_range,
+    policy_traits,
     role_may_be_empty,
 )
-
-#: Policies whose devices exchange data through one host and so must share a node
-#: (GLITCHES streams KV caches GPU → host → FPGA; Neo-style systems are one node with a
-#: tensor-parallel GPU group and its host CPU; an H2M2 system is one board whose count
-#: adds accelerator chips beside its memories).
-SINGLE_NODE_POLICIES = frozenset({"glitches", "h2m2", *TENSOR_PARALLEL_POLICIES})
 
 #: Constraint names in the order they are checked (the first violated one is counted).
 CONSTRAINT_ORDER = (
@@ -281,7 +274,12 @@ def violated_constraint(
     """Index into :data:`CONSTRAINT_ORDER` of the first violated constraint, or -1.
 
     ``slots`` are the devices that take a place in a node (all of ``devices`` by default;
-    a host CPU of a :data:`~.spec.HOST_ROLES` role takes none)."""
+    a host of one of the policy's :attr:`~.spec.PolicyTraits.host_roles` takes none).
+    ``max_devices_per_node`` bounds the whole system of a policy that declares itself
+    :attr:`~.spec.PolicyTraits.single_node` (its devices exchange data through one host:
+    GLITCHES streams KV caches GPU → host → FPGA; Neo-style systems are one node with a
+    tensor-parallel GPU group and its host CPU; an H2M2 system is one board whose count
+    adds accelerator chips beside its memories)."""
     c = plan.constraints
     per_node_devices = slots if slots is not None else devices
     out = np.full(devices.shape, -1, dtype=np.int64)
@@ -289,7 +287,7 @@ def violated_constraint(
     checks.append(capex > c.max_capex_usd if c.max_capex_usd is not None else devices < 0)
     checks.append(power > c.max_power_w if c.max_power_w is not None else devices < 0)
     per_node = c.max_devices_per_node
-    if per_node is not None and policy in SINGLE_NODE_POLICIES:
+    if per_node is not None and policy_traits(policy).single_node:
         checks.append(per_node_devices > per_node)
     else:
         checks.append(devices < 0)
@@ -317,7 +315,8 @@ def enumerate_space(plan: PlanSpec) -> Space:
         capex = counts @ prices
         power = counts @ tdps
         devices = counts.sum(axis=1)
-        in_node = [k for k, (r, _) in enumerate(sig.roles) if (sig.policy, r) not in HOST_ROLES]
+        hosts = policy_traits(sig.policy).host_roles
+        in_node = [k for k, (r, _) in enumerate(sig.roles) if r not in hosts]
         slots = counts[:, in_node].sum(axis=1)
         total += len(counts)
         bad = violated_constraint(plan, sig.policy, devices, capex, power, slots)
@@ -345,7 +344,6 @@ def nodes_needed(plan: PlanSpec, devices: int) -> int | None:
 
 __all__ = [
     "CONSTRAINT_ORDER",
-    "SINGLE_NODE_POLICIES",
     "Config",
     "Group",
     "Signature",

@@ -140,14 +140,38 @@ UNSCREENED_WHY = {
     "the count, so there is no capacity to search",
 }
 
-#: Policies whose GPUs form one tensor-parallel group serving the model (Neo §4): the GPU
-#: count is the tensor-parallel degree of a single server, not a number of replicas.
-TENSOR_PARALLEL_POLICIES = frozenset({"neo", "fastdecode+", "gpu-only"})
 
-#: Roles that are the node's host rather than a count to search: the host CPU of Neo-style
-#: systems (the policies take exactly one; a node has one host). Such a role always has
-#: count 1 and takes no device slot of the node.
-HOST_ROLES = frozenset({("neo", "cpu"), ("fastdecode+", "cpu"), ("gpu-only", "cpu")})
+@dataclass(frozen=True, slots=True)
+class PolicyTraits:
+    """How the planner lays out a system of one policy, as the policy declares it
+    (:class:`~simulations.core.policies.base.Policy`): never by the policy's name."""
+
+    #: The role whose count is the tensor-parallel degree of one server (Neo §4), not a
+    #: number of replicas; ``None``: the policy has no tensor-parallel group.
+    tensor_parallel_role: str | None
+    #: Roles that are the node's host (a node has one): count 1, no device slot.
+    host_roles: frozenset[str]
+    #: Whether the system must fit in one node (``max_devices_per_node`` bounds it whole).
+    single_node: bool
+
+
+def policy_traits(policy: str) -> PolicyTraits:
+    """The layout traits the registered policy ``policy`` declares (UnknownPolicyError if
+    none is registered under that name). Read from the registry on every call, so a
+    policy registered later is laid out by what it declares."""
+    cls = get_policy(policy)
+    return PolicyTraits(
+        tensor_parallel_role=cls.tensor_parallel_role,
+        host_roles=frozenset(cls.host_roles),
+        single_node=bool(cls.single_node),
+    )
+
+
+def is_host_role(policy: str, role: str) -> bool:
+    """Whether ``role`` of ``policy`` is the node's host rather than a count to search: the
+    host CPU of Neo-style systems (the policies take exactly one; a node has one host).
+    Such a role always has count 1 and takes no device slot of the node."""
+    return role in policy_traits(policy).host_roles
 
 
 def role_may_be_empty(policy: str, role: RoleSpec, eligible: int) -> bool:
@@ -156,13 +180,13 @@ def role_may_be_empty(policy: str, role: RoleSpec, eligible: int) -> bool:
     pay for it too, or it would win on the host's price alone)."""
     if role.required:
         return False
-    return not ((policy, role.name) in HOST_ROLES and eligible > 0)
+    return not (is_host_role(policy, role.name) and eligible > 0)
 
 
 def count_range(policy: str, role: str, choice: DeviceChoice) -> tuple[int, int]:
     """The counts ``choice`` takes in ``role`` of ``policy``: its ``[min_count, max_count]``,
     or exactly 1 for a host role."""
-    if (policy, role) in HOST_ROLES:
+    if is_host_role(policy, role):
         return 1, 1
     return choice.min_count, choice.max_count
 
@@ -209,11 +233,12 @@ class Constraints:
 
     ``max_power_w`` bounds the sum of the devices' TDPs (provisioned power). A node holds
     at most ``max_devices_per_node`` devices; a data-parallel system (``homogeneous``) may
-    span up to ``max_nodes`` nodes, while a system whose devices exchange data over the
-    host (``glitches`` streams KV caches GPU → host → FPGA; ``neo``, ``gpu-only`` and
-    ``fastdecode+`` are one tensor-parallel GPU group with its host CPU; ``h2m2`` is one
-    board) must fit in one node, since the engine models a single host. A host CPU role
-    (:data:`HOST_ROLES`) takes no device slot.
+    span up to ``max_nodes`` nodes, while a system of a policy that declares itself
+    single-node (:attr:`PolicyTraits.single_node`: ``glitches`` streams KV caches GPU →
+    host → FPGA; ``neo``, ``gpu-only`` and ``fastdecode+`` are one tensor-parallel GPU
+    group with its host CPU; ``h2m2`` is one board) must fit in one node, since the engine
+    models a single host. A host role (:attr:`PolicyTraits.host_roles`) takes no device
+    slot.
     """
 
     max_capex_usd: float | None = None
@@ -774,21 +799,22 @@ def parse_plan(
 
 
 __all__ = [
-    "HOST_ROLES",
     "MAX_CONFIGS",
     "MAX_PLAN_REQUESTS",
     "MAX_PRICE_USD",
     "SCREENED_POLICIES",
-    "TENSOR_PARALLEL_POLICIES",
     "Constraints",
     "DeviceChoice",
     "PlanSpec",
     "PolicyChoice",
+    "PolicyTraits",
     "SearchOptions",
     "Targets",
     "count_configurations",
     "count_range",
+    "is_host_role",
     "parse_plan",
+    "policy_traits",
     "role_may_be_empty",
     "trace_names",
 ]
