@@ -10,7 +10,8 @@ The builder page is one HTML form whose fields are named after the document:
 * the SLO: ``slo-<key>`` for each target of :data:`SLO_FIELDS`;
 * systems ``sys-<i>-…``: ``name``, ``policy``, ``opt-<policy>-<option>`` (the options of every
   registered policy, from its schema; only the chosen policy's are read) and devices
-  ``dev-<j>-device|count|role|runtime``; ``sys-count``/``sys-<i>-dev-count`` give the sizes;
+  ``dev-<j>-device|count|role|runtime|price_usd``; ``sys-count``/``sys-<i>-dev-count`` give
+  the sizes. ``price_usd`` is the user's quote per device (empty: the catalog's price);
 * ``baseline``: the index of the system the others are compared with. The document lists
   it first (the CLI and the charts read the first system as the baseline).
 
@@ -48,6 +49,16 @@ MAX_SYSTEMS = rules.MAX_SYSTEMS
 MAX_DEVICES = rules.MAX_PLACEMENTS_PER_SYSTEM
 #: Characters read from any one text field.
 MAX_FIELD_CHARS = 4096
+#: Names the error messages of these device-row fields start with: a row's cells have no
+#: label of their own, and the core's message ("must be positive") does not say which value.
+DEVICE_FIELD_LABELS = {"price_usd": "Price (USD)"}
+#: What an empty price field of a row without a device says.
+PRICE_HINT = "catalog price"
+
+
+def catalog_price_hint(price: float | None) -> str:
+    """What an empty price field says for a device whose catalog price is ``price``."""
+    return f"catalog: {_str(price)}" if price is not None else "no catalog price"
 
 
 def policies() -> list[dict[str, Any]]:
@@ -68,6 +79,8 @@ class DeviceRow:
     count: str = "1"
     role: str = ""
     runtime: str = ""
+    #: the quote per device, in US dollars (empty: the catalog's price)
+    price_usd: str = ""
     errors: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -238,6 +251,8 @@ class BuilderState:
                 entry["role"] = d.role.strip()
             if d.runtime.strip():
                 entry["runtime"] = d.runtime.strip()
+            if d.price_usd.strip():
+                entry["price_usd"] = _price(d.price_usd)
             devices.append(entry)
         out["devices"] = devices
         options: dict[str, Any] = {}
@@ -267,6 +282,9 @@ class BuilderState:
                 self.systems[target[1]].errors.setdefault(target[2], []).extend(msgs)
             else:
                 row = self.systems[target[1]].devices[target[2]]
+                label = DEVICE_FIELD_LABELS.get(target[3])
+                if label is not None:
+                    msgs = [f"{label} {m}" for m in msgs]
                 row.errors.setdefault(target[3], []).extend(msgs)
 
 
@@ -351,6 +369,18 @@ def _number(text: str) -> Any:
     except ValueError:
         return t
     return v if math.isfinite(v) else t
+
+
+def _price(text: str) -> Any:
+    """A quoted price: :func:`_number`, except that NaN and ±Infinity stay floats so the
+    core's validation says they are not finite (rather than "not a number")."""
+    v = _number(text)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return v
+    return v
 
 
 def _integer(text: str) -> Any:
@@ -439,6 +469,7 @@ def state_from_post(data: Mapping[str, Any]) -> BuilderState:
                 count=_text(data, f"{p}dev-{j}-count"),
                 role=_text(data, f"{p}dev-{j}-role"),
                 runtime=_text(data, f"{p}dev-{j}-runtime"),
+                price_usd=_text(data, f"{p}dev-{j}-price_usd"),
             )
             for j in range(n_devices)
         ]
@@ -546,6 +577,7 @@ def state_from_document(doc: Mapping[str, Any]) -> BuilderState:
                     count=_str(d.get("count")),
                     role=_str(d.get("role")),
                     runtime=_str(d.get("runtime")),
+                    price_usd=_str(d.get("price_usd")),
                 )
                 for d in (s.get("devices") or ())
                 if isinstance(d, Mapping)

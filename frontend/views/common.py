@@ -36,9 +36,12 @@ def validation_messages(exc: ValidationError) -> dict[str, list[str]]:
 
 
 def catalog_choices(user: Any) -> dict[str, Any]:
-    """What the builder's selects offer: devices, runtimes, models, traces, saved workloads."""
+    """What the builder's selects offer: devices (with their catalog price), runtimes,
+    models, traces, saved workloads."""
     devices = list(
-        Device.objects.order_by("kind", "slug").values("slug", "name", "kind", "parent__slug")
+        Device.objects.order_by("kind", "slug").values(
+            "slug", "name", "kind", "parent__slug", "price_usd"
+        )
     )
     runtimes = list(
         RuntimeProfile.objects.order_by("device_kind", "slug").values(

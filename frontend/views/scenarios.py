@@ -49,6 +49,9 @@ def _builder_context(
 ) -> dict[str, Any]:
     choices = catalog_choices(request.user)
     registry = builder.policies()
+    price_hints = {
+        d["slug"]: builder.catalog_price_hint(d["price_usd"]) for d in choices["devices"]
+    }
     systems = []
     for i, block in enumerate(state.systems):
         policy = next((p for p in registry if p["name"] == block.policy), None)
@@ -76,12 +79,22 @@ def _builder_context(
                     }
                     for p in registry
                 ],
-                "devices": [{"j": j, "row": row} for j, row in enumerate(block.devices)],
+                "devices": [
+                    {
+                        "j": j,
+                        "row": row,
+                        "price_field": f"sys-{i}-dev-{j}-price_usd",
+                        "price_hint": price_hints.get(row.device.strip(), builder.PRICE_HINT),
+                    }
+                    for j, row in enumerate(block.devices)
+                ],
             }
         )
     registry_json = {
         "policies": {p["name"]: {"roles": p["roles"], "options": p["options"]} for p in registry},
         "deviceKinds": choices["device_kinds"],
+        "priceHints": price_hints,
+        "priceHint": builder.PRICE_HINT,
         "runtimes": [
             {"slug": r["slug"], "kind": r["device_kind"], "default": r["default_for_kind"]}
             for r in choices["runtimes"]

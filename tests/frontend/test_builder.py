@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from django.http import QueryDict
 
 from frontend import builder
+from simulations import services
 from simulations.models import Scenario, SimulationRun
 
 from .conftest import glitches_document
@@ -46,7 +48,7 @@ def form_of(state: builder.BuilderState) -> dict[str, str]:
         for opt, text in s.options.get(s.policy, {}).items():
             data[f"sys-{i}-opt-{s.policy}-{opt}"] = text
         for j, d in enumerate(s.devices):
-            for k in ("device", "count", "role", "runtime"):
+            for k in ("device", "count", "role", "runtime", "price_usd"):
                 data[f"sys-{i}-dev-{j}-{k}"] = getattr(d, k)
     return data
 
@@ -97,6 +99,7 @@ def test_text_where_a_number_belongs_reaches_the_validator_as_text() -> None:
         ("systems[1].options.prefetch_ratio", ("system", 0, "opt-prefetch_ratio")),
         ("systems[1].devices[1].count", ("device", 0, 1, "count")),
         ("systems[0].devices", ("system", 1, "devices")),
+        ("systems[1].devices[0].price_usd", ("device", 0, 0, "price_usd")),
     ],
 )
 def test_json_paths_map_to_the_fields_that_show_them(path: str, where: tuple) -> None:
@@ -222,4 +225,147 @@ def test_someone_elses_private_workload_cannot_be_used(
     response = alice_client.post("/scenarios/new/", data)
     assert response.status_code == 400
     assert "choose a saved workload you can read" in response.content.decode()
+    assert not Scenario.objects.exists()
+
+
+# --- quoted prices (``price_usd`` per device entry) ---------------------------------------
+
+
+def quoted_document() -> dict[str, Any]:
+    """The GLITCHES comparison with a quote on the U280s (integer) and the A100s (float);
+    the GLITCHES system's A100 keeps the catalog price."""
+    doc = glitches_document()
+    doc["systems"][0]["devices"][1]["price_usd"] = 6500
+    doc["systems"][1]["devices"][0]["price_usd"] = 15999.5
+    return doc
+
+
+def cell_after(html: str, marker: str) -> str:
+    """The table cell of the builder's HTML that holds ``marker`` (to its ``</td>``)."""
+    tail = html.split(marker, 1)[1]
+    return tail[: tail.index("</td>")]
+
+
+def test_quoted_prices_survive_the_form_round_trip() -> None:
+    doc = quoted_document()
+    state = builder.state_from_document(doc)
+    assert state.systems[0].devices[1].price_usd == "6500"
+    assert state.systems[1].devices[0].price_usd == "15999.5"
+    assert state.systems[0].devices[0].price_usd == ""
+    out = builder.state_from_post(QueryDict(mutable=True) | form_of(state)).to_document()
+    assert out["systems"] == doc["systems"]
+    assert out["systems"][0]["devices"][1]["price_usd"] == 6500
+    assert isinstance(out["systems"][0]["devices"][1]["price_usd"], int)
+
+
+def test_an_empty_price_field_puts_no_price_in_the_document() -> None:
+    state = builder.state_from_document(quoted_document())
+    state.systems[0].devices[1].price_usd = ""
+    state.systems[1].devices[0].price_usd = "   "
+    out = builder.state_from_post(QueryDict(mutable=True) | form_of(state)).to_document()
+    assert all("price_usd" not in d for s in out["systems"] for d in s["devices"])
+
+
+def test_a_price_that_is_not_a_finite_number_reaches_the_validator_as_such() -> None:
+    state = builder.state_from_document(glitches_document())
+    row = state.systems[1].devices[0]
+    for text, value in (("$3,500", "$3,500"), ("-5", -5), ("1e9", 1e9), ("4000.0", 4000.0)):
+        row.price_usd = text
+        assert state.to_document()["systems"][1]["devices"][0]["price_usd"] == value
+    row.price_usd = "NaN"
+    assert math.isnan(state.to_document()["systems"][1]["devices"][0]["price_usd"])
+    row.price_usd = "-Infinity"
+    assert state.to_document()["systems"][1]["devices"][0]["price_usd"] == -math.inf
+
+
+def test_editing_a_quoted_scenario_shows_and_keeps_its_quotes(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    scenario = services.scenario_create(owner=user, document=quoted_document())
+    html = alice_client.get(f"/scenarios/{scenario.pk}/edit/").content.decode()
+    assert 'name="sys-0-dev-1-price_usd" value="6500"' in html
+    assert 'name="sys-1-dev-0-price_usd" value="15999.5"' in html
+    # an empty field says what it stands for: the row's catalog price
+    assert 'name="sys-0-dev-0-price_usd" value="" placeholder="catalog: 17000"' in html
+
+    data = form_of(builder.state_from_document(scenario.document))
+    data["action"] = "save"
+    response = alice_client.post(f"/scenarios/{scenario.pk}/edit/", data)
+    assert response.status_code == 302
+    scenario.refresh_from_db()
+    assert scenario.document == quoted_document()
+
+
+def test_clearing_a_quote_in_the_builder_removes_it(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    scenario = services.scenario_create(owner=user, document=quoted_document())
+    data = form_of(builder.state_from_document(scenario.document))
+    data.update({"sys-0-dev-1-price_usd": "", "action": "save"})
+    assert alice_client.post(f"/scenarios/{scenario.pk}/edit/", data).status_code == 302
+    scenario.refresh_from_db()
+    assert "price_usd" not in scenario.document["systems"][0]["devices"][1]
+    assert scenario.document["systems"][1]["devices"][0]["price_usd"] == 15999.5
+
+
+def test_an_editing_button_keeps_the_typed_prices(alice_client: Any, seeded: Any) -> None:
+    data = form_of(builder.state_from_document(quoted_document()))
+    data.update({"sys-1-dev-0-price_usd": "not yet", "action": "remove_device-0-0"})
+    response = alice_client.post("/scenarios/new/", data)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'name="sys-0-dev-0-price_usd" value="6500"' in html
+    assert 'name="sys-1-dev-0-price_usd" value="not yet"' in html
+    assert not Scenario.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("NaN", "Price (USD) must be finite"),
+        ("inf", "Price (USD) must be finite"),
+        ("-5", "Price (USD) must be positive"),
+        ("0", "Price (USD) must be positive"),
+        ("100000001", "Price (USD) must be at most 1e+08"),
+        ("3,500", "Price (USD) must be a number"),
+    ],
+)
+def test_an_invalid_price_is_shown_on_its_rows_field_and_nothing_is_stored(
+    alice_client: Any, user: Any, seeded: Any, text: str, message: str
+) -> None:
+    scenario = services.scenario_create(owner=user, document=quoted_document())
+    before = (scenario.document, scenario.updated_at)
+    state = builder.state_from_document(scenario.document)
+    state.name = "renamed"
+    state.systems[1].devices[0].price_usd = text
+    data = form_of(state)
+    data["action"] = "save_run"
+    response = alice_client.post(f"/scenarios/{scenario.pk}/edit/", data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    cell = cell_after(html, 'name="sys-1-dev-0-price_usd"')
+    assert message in cell
+    assert 'id="f-sys-1-dev-0-price_usd-errors"' in cell
+    assert f'value="{text}"' in cell  # what was typed is there to correct
+    assert re.search(r'<td class="has-error">\s*<input id="f-sys-1-dev-0-price_usd"', html)
+    # only that field: the other rows' price cells show no error
+    for other in ("sys-0-dev-0", "sys-0-dev-1"):
+        assert "errorlist" not in cell_after(html, f'name="{other}-price_usd"')
+    assert re.search(r"1 problem — nothing was saved", html)
+    scenario.refresh_from_db()
+    assert (scenario.document, scenario.updated_at) == before
+    assert Scenario.objects.count() == 1
+    assert not SimulationRun.objects.exists()
+
+
+def test_a_new_scenario_with_a_bad_price_is_not_stored(alice_client: Any, seeded: Any) -> None:
+    state = builder.state_from_document(glitches_document())
+    state.systems[0].devices[0].price_usd = "-1"
+    data = form_of(state)
+    data["action"] = "save"
+    response = alice_client.post("/scenarios/new/", data)
+    assert response.status_code == 400
+    assert "Price (USD) must be positive" in cell_after(
+        response.content.decode(), 'name="sys-0-dev-0-price_usd"'
+    )
     assert not Scenario.objects.exists()

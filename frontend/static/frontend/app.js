@@ -142,6 +142,14 @@
       });
     }
 
+    function syncPriceHint(row) {
+      var dev = row.querySelector("[data-device-select]");
+      var price = row.querySelector("[data-price-input]");
+      if (!dev || !price) { return; }
+      var hints = registry.priceHints || {};
+      price.placeholder = hints[dev.value] || registry.priceHint || "";
+    }
+
     function syncLength(fieldset) {
       var dist = fieldset.querySelector("[data-dist-select]").value;
       fieldset.querySelectorAll("[data-dists]").forEach(function (f) {
@@ -155,7 +163,9 @@
     form.querySelectorAll(".device-row").forEach(function (row) {
       syncRuntimes(row);
       var dev = row.querySelector("[data-device-select]");
-      if (dev) { dev.addEventListener("change", function () { syncRuntimes(row); }); }
+      if (dev) {
+        dev.addEventListener("change", function () { syncRuntimes(row); syncPriceHint(row); });
+      }
     });
     form.querySelectorAll("fieldset[data-length]").forEach(function (fs) {
       syncLength(fs);
