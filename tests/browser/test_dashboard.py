@@ -1,7 +1,8 @@
 """The dashboard in a real browser (Debian Chromium via Playwright), against a live server
 and a real Celery worker process: sign in, build the GLITCHES comparison from the example,
 run it, watch the progress bar reach 100 %, see the comparison charts, download the CSV;
-an invalid scenario shows field errors and stores nothing; another user gets a 404.
+an invalid scenario shows field errors and stores nothing; a quoted device price is saved
+and shown again; another user gets a 404.
 Screenshots of the main pages go to ``.artifacts/screenshots/``.
 """
 
@@ -142,6 +143,34 @@ def test_an_invalid_scenario_shows_field_errors_and_stores_nothing(
     screenshot(page, "04-builder-field-errors")
     assert Scenario.objects.count() == 0
     assert SimulationRun.objects.count() == 0
+
+
+def test_a_quoted_price_is_typed_saved_and_shown_again_in_the_builder(
+    live_server: Any, seeded_live: Any, browser_page: Any
+) -> None:
+    page = browser_page
+    base = live_server.url
+    make_user("alice")
+    sign_in(page, base, "alice")
+    page.goto(f"{base}/scenarios/new/?example=glitches-vs-8xa100")
+    price = "input[name=sys-0-dev-1-price_usd]"
+    # empty: the row's catalog price, which the hint follows as the device changes
+    assert page.input_value(price) == ""
+    assert page.get_attribute(price, "placeholder") == "catalog: 8000"
+    page.select_option("select[name=sys-0-dev-1-device]", "a10g")
+    assert page.get_attribute(price, "placeholder") == "no catalog price"
+    page.select_option("select[name=sys-0-dev-1-device]", "u280")
+    page.fill(price, "6500")
+    page.click("button[name=action][value=save]")
+    page.wait_for_url(f"{base}/scenarios/*/")
+    scenario = Scenario.objects.get()
+    devices = scenario.document["systems"][0]["devices"]
+    assert devices[1]["price_usd"] == 6500
+    assert "price_usd" not in devices[0]
+    page.goto(f"{base}/scenarios/{scenario.pk}/edit/")
+    assert page.input_value(price) == "6500"
+    assert page.input_value("input[name=sys-0-dev-0-price_usd]") == ""
+    assert not page.js_errors, page.js_errors
 
 
 def test_another_user_cannot_open_the_first_users_run(
