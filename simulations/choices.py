@@ -61,6 +61,15 @@ class ArrivalKind(models.TextChoices):
     TRACE = "trace", "Trace timestamps"
 
 
+class ChunkStatus(models.TextChoices):
+    """Lifecycle of a sweep's or a plan's chunk of configurations: queued → running → done
+    (every configuration of it recorded)."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+
+
 class RunStatus(models.TextChoices):
     """Lifecycle of a simulation run: queued → running → succeeded / failed / cancelled.
 

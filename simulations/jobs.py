@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,7 +20,10 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, models, transaction
 from django.db.models import Q
+from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
+
+from simulations.choices import ChunkStatus
 
 logger = logging.getLogger(__name__)
 
@@ -151,6 +154,80 @@ def thaw_heap() -> None:
 def stale_before(now: datetime) -> datetime:
     """Heartbeats older than this are stale: the worker holding the job is taken for lost."""
     return now - timedelta(seconds=settings.HETPLANNER_HEARTBEAT_STALE_S)
+
+
+def chunk_claim_row(
+    chunks: type[models.Model],
+    chunk_id: int,
+    *,
+    parent: str,
+    active: Collection[str],
+    fields: Sequence[str],
+    worker: str,
+    now: datetime,
+    give_up: Callable[[dict[str, Any], int, str], None],
+) -> tuple[dict[str, Any], int] | None:
+    """Claim a sweep's or a plan's chunk row for this delivery; return its ``fields`` (with
+    ``attempts`` and ``worker``) and the attempt now held, or None.
+
+    Claimable: queued, or running with a stale heartbeat; the claim is one conditional
+    UPDATE guarded by the attempt count read, so of two workers only one wins. A chunk of a
+    final job (``parent``'s status not in ``active``) is closed instead. A chunk that
+    already used its ``HETPLANNER_MAX_ATTEMPTS`` deliveries is taken once more only to
+    ``give_up(row, attempts, lost)`` — record what it left unrecorded as failed, ``lost``
+    naming the last worker — and None is returned.
+    """
+    manager = chunks._default_manager
+    row = (
+        manager.filter(pk=chunk_id)
+        .values("attempts", "worker", f"{parent}__status", *fields)
+        .first()
+    )
+    if row is None:
+        return None
+    if row[f"{parent}__status"] not in active:
+        manager.filter(pk=chunk_id).exclude(status=ChunkStatus.DONE).update(status=ChunkStatus.DONE)
+        return None
+    attempts = row["attempts"]
+    guard = manager.filter(
+        Q(status=ChunkStatus.QUEUED)
+        | Q(status=ChunkStatus.RUNNING, heartbeat_at__lt=stale_before(now)),
+        pk=chunk_id,
+        attempts=attempts,
+    )
+    if attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
+        if guard.update(status=ChunkStatus.RUNNING, heartbeat_at=now):
+            give_up(row, attempts, f" (last worker: {row['worker']})" if row["worker"] else "")
+        return None
+    if not guard.update(
+        status=ChunkStatus.RUNNING, attempts=attempts + 1, heartbeat_at=now, worker=worker[:200]
+    ):
+        return None
+    return row, attempts + 1
+
+
+def chunk_release_row(chunks: type[models.Model], chunk_id: int, attempt: int) -> bool:
+    """Hand a chunk held under ``attempt`` back (queued, the delivery not counted) so the
+    retry of the delivery can claim it again."""
+    return bool(
+        chunks._default_manager.filter(
+            pk=chunk_id, status=ChunkStatus.RUNNING, attempts=attempt
+        ).update(status=ChunkStatus.QUEUED, attempts=attempt - 1)
+    )
+
+
+def chunk_heartbeat_row(
+    chunks: type[models.Model], chunk_id: int, attempt: int, *, job_active: bool
+) -> bool:
+    """Refresh the heartbeat of a chunk held under ``attempt``; False once the job is final
+    (``job_active`` False) or this attempt no longer holds the chunk."""
+    if not job_active:
+        return False
+    return bool(
+        chunks._default_manager.filter(
+            pk=chunk_id, status=ChunkStatus.RUNNING, attempts=attempt
+        ).update(heartbeat_at=timezone.now())
+    )
 
 
 def requeue_stale(

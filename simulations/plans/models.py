@@ -21,7 +21,7 @@ from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from simulations.choices import RunStatus
+from simulations.choices import ChunkStatus, RunStatus
 
 
 class PlanStage(models.TextChoices):
@@ -37,14 +37,6 @@ class StageStatus(models.TextChoices):
 
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
-
-
-class ChunkStatus(models.TextChoices):
-    """Lifecycle of a confirmation chunk: queued → running → done."""
-
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
 
 
 class Plan(models.Model):

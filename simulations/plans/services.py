@@ -34,7 +34,14 @@ from django.utils import timezone
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.choices import ACTIVE_STATUSES, RunStatus
 from simulations.core.planner import PlanSpec, parse_plan, trace_names
-from simulations.jobs import requeue_stale, resend_lost, stale_before
+from simulations.jobs import (
+    chunk_claim_row,
+    chunk_heartbeat_row,
+    chunk_release_row,
+    requeue_stale,
+    resend_lost,
+    stale_before,
+)
 from simulations.plans.models import ChunkStatus, Plan, PlanChunk, PlanResult, PlanStage
 from simulations.plans.models import StageStatus as Stage
 from simulations.services import MAX_ERROR_CHARS, _document_size_check, _json_safe
@@ -350,61 +357,39 @@ def chunk_claim(chunk_id: int, *, worker: str, now: datetime | None = None) -> C
     ``HETPLANNER_MAX_ATTEMPTS`` deliveries has its unrecorded configurations recorded with no
     verdict instead (and None is returned). None also when the plan is final.
     """
-    now = now or timezone.now()
-    row = (
-        PlanChunk.objects.filter(pk=chunk_id)
-        .values("attempts", "plan_id", "round", "configs", "worker", "plan__status")
-        .first()
-    )
-    if row is None:
-        return None
-    if row["plan__status"] not in ACTIVE_STATUSES:
-        PlanChunk.objects.filter(pk=chunk_id).exclude(status=ChunkStatus.DONE).update(
-            status=ChunkStatus.DONE
+
+    def give_up(row: dict[str, Any], attempts: int, lost: str) -> None:
+        chunk_give_up(
+            ChunkClaim(chunk_id, row["plan_id"], row["round"], attempts, list(row["configs"])),
+            f"gave up after {attempts} attempts: the worker confirming it was lost{lost}",
         )
-        return None
-    attempts = row["attempts"]
-    guard = PlanChunk.objects.filter(
-        Q(status=ChunkStatus.QUEUED)
-        | Q(status=ChunkStatus.RUNNING, heartbeat_at__lt=stale_before(now)),
-        pk=chunk_id,
-        attempts=attempts,
+
+    held = chunk_claim_row(
+        PlanChunk,
+        chunk_id,
+        parent="plan",
+        active=ACTIVE_STATUSES,
+        fields=("plan_id", "round", "configs"),
+        worker=worker,
+        now=now or timezone.now(),
+        give_up=give_up,
     )
-    claim = ChunkClaim(chunk_id, row["plan_id"], row["round"], attempts, list(row["configs"]))
-    if attempts >= _max_attempts():
-        lost = f" (last worker: {row['worker']})" if row["worker"] else ""
-        if guard.update(status=ChunkStatus.RUNNING, heartbeat_at=now):
-            chunk_give_up(
-                claim,
-                f"gave up after {attempts} attempts: the worker confirming it was lost{lost}",
-            )
+    if held is None:
         return None
-    if not guard.update(
-        status=ChunkStatus.RUNNING, attempts=attempts + 1, heartbeat_at=now, worker=worker[:200]
-    ):
-        return None
-    return ChunkClaim(chunk_id, row["plan_id"], row["round"], attempts + 1, claim.configs)
+    row, attempt = held
+    return ChunkClaim(chunk_id, row["plan_id"], row["round"], attempt, list(row["configs"]))
 
 
 def chunk_release(claim: ChunkClaim) -> bool:
     """Hand the chunk back (queued, this attempt not counted) for a retry of the delivery."""
-    return bool(
-        PlanChunk.objects.filter(
-            pk=claim.chunk_id, status=ChunkStatus.RUNNING, attempts=claim.attempt
-        ).update(status=ChunkStatus.QUEUED, attempts=claim.attempt - 1)
-    )
+    return chunk_release_row(PlanChunk, claim.chunk_id, claim.attempt)
 
 
 def chunk_heartbeat(claim: ChunkClaim) -> bool:
     """Refresh the chunk's heartbeat; False once this attempt no longer holds it or the plan
     is final."""
-    if not Plan.objects.filter(pk=claim.plan_id, status__in=ACTIVE_STATUSES).exists():
-        return False
-    return bool(
-        PlanChunk.objects.filter(
-            pk=claim.chunk_id, status=ChunkStatus.RUNNING, attempts=claim.attempt
-        ).update(heartbeat_at=timezone.now())
-    )
+    active = Plan.objects.filter(pk=claim.plan_id, status__in=ACTIVE_STATUSES).exists()
+    return chunk_heartbeat_row(PlanChunk, claim.chunk_id, claim.attempt, job_active=active)
 
 
 def recorded_keys(plan_id: int, keys: Sequence[str]) -> set[str]:

@@ -20,6 +20,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from simulations.choices import ChunkStatus
+
 
 class SweepStatus(models.TextChoices):
     """Lifecycle of a sweep: queued → running → finished / cancelled (final)."""
@@ -31,14 +33,6 @@ class SweepStatus(models.TextChoices):
 
 
 SWEEP_ACTIVE_STATUSES = (SweepStatus.QUEUED, SweepStatus.RUNNING)
-
-
-class ChunkStatus(models.TextChoices):
-    """Lifecycle of a chunk: queued → running → done (every configuration recorded)."""
-
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
 
 
 class ConfigurationStatus(models.TextChoices):

@@ -33,7 +33,13 @@ from django.utils import timezone
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.core import scenario as scenario_rules
 from simulations.core.errors import ScenarioValidationError
-from simulations.jobs import requeue_stale, resend_lost, stale_before
+from simulations.jobs import (
+    chunk_claim_row,
+    chunk_heartbeat_row,
+    chunk_release_row,
+    requeue_stale,
+    resend_lost,
+)
 from simulations.services import MAX_ERROR_CHARS, _document_size_check, _json_safe
 from simulations.sweeps.expand import (
     Axis,
@@ -234,52 +240,42 @@ def chunk_claim(chunk_id: int, *, worker: str, now: datetime | None = None) -> C
     failed instead (and None is returned). None also when the sweep is final.
     """
     now = now or timezone.now()
-    row = (
-        SweepChunk.objects.filter(pk=chunk_id)
-        .values("attempts", "sweep_id", "start", "stop", "worker", "sweep__status")
-        .first()
-    )
-    if row is None:
-        return None
-    if row["sweep__status"] not in SWEEP_ACTIVE_STATUSES:
-        SweepChunk.objects.filter(pk=chunk_id).exclude(status=ChunkStatus.DONE).update(
-            status=ChunkStatus.DONE
+
+    def give_up(row: dict[str, Any], attempts: int, lost: str) -> None:
+        chunk_give_up(
+            ChunkClaim(chunk_id, row["sweep_id"], attempts, row["start"], row["stop"]),
+            f"gave up after {attempts} attempts: the worker running this chunk was lost{lost}",
         )
-        return None
-    attempts = row["attempts"]
-    claimable = Q(status=ChunkStatus.QUEUED) | Q(
-        status=ChunkStatus.RUNNING, heartbeat_at__lt=stale_before(now)
+
+    held = chunk_claim_row(
+        SweepChunk,
+        chunk_id,
+        parent="sweep",
+        active=SWEEP_ACTIVE_STATUSES,
+        fields=("sweep_id", "start", "stop"),
+        worker=worker,
+        now=now,
+        give_up=give_up,
     )
-    guard = SweepChunk.objects.filter(claimable, pk=chunk_id, attempts=attempts)
-    if attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
-        lost = f" (last worker: {row['worker']})" if row["worker"] else ""
-        if guard.update(status=ChunkStatus.RUNNING, heartbeat_at=now):
-            chunk_give_up(
-                ChunkClaim(chunk_id, row["sweep_id"], attempts, row["start"], row["stop"]),
-                f"gave up after {attempts} attempts: the worker running this chunk was lost{lost}",
-            )
+    if held is None:
         return None
-    changed = guard.update(
-        status=ChunkStatus.RUNNING, attempts=attempts + 1, heartbeat_at=now, worker=worker[:200]
-    )
-    if not changed:
-        return None
+    row, attempt = held
     Sweep.objects.filter(pk=row["sweep_id"], status=SweepStatus.QUEUED).update(
         status=SweepStatus.RUNNING, started_at=now
     )
-    return ChunkClaim(chunk_id, row["sweep_id"], attempts + 1, row["start"], row["stop"])
+    return ChunkClaim(chunk_id, row["sweep_id"], attempt, row["start"], row["stop"])
+
+
+def chunk_release(claim: ChunkClaim) -> bool:
+    """Hand the chunk back (queued, this attempt not counted) for a retry of the delivery."""
+    return chunk_release_row(SweepChunk, claim.chunk_id, claim.attempt)
 
 
 def chunk_heartbeat(claim: ChunkClaim) -> bool:
     """Refresh the chunk's heartbeat; False once this attempt no longer holds it or the
     sweep was cancelled."""
-    if not Sweep.objects.filter(pk=claim.sweep_id, status__in=SWEEP_ACTIVE_STATUSES).exists():
-        return False
-    return bool(
-        SweepChunk.objects.filter(
-            pk=claim.chunk_id, status=ChunkStatus.RUNNING, attempts=claim.attempt
-        ).update(heartbeat_at=timezone.now())
-    )
+    active = Sweep.objects.filter(pk=claim.sweep_id, status__in=SWEEP_ACTIVE_STATUSES).exists()
+    return chunk_heartbeat_row(SweepChunk, claim.chunk_id, claim.attempt, job_active=active)
 
 
 def recorded_indexes(sweep_id: int, start: int, stop: int) -> set[int]:

@@ -31,7 +31,7 @@ from simulations.jobs import (
 )
 from simulations.sweeps import services
 from simulations.sweeps.expand import configuration_document, configuration_parameters
-from simulations.sweeps.models import ChunkStatus, Sweep, SweepChunk
+from simulations.sweeps.models import Sweep
 from simulations.tasks import (
     DOMAIN_ERRORS,
     TRANSIENT_ERRORS,
@@ -55,13 +55,6 @@ class ChunkHeartbeat(Heartbeat):
 
     def mark(self, percent: int) -> bool:
         return services.chunk_heartbeat(self.claim)
-
-
-def _release(claim: services.ChunkClaim) -> None:
-    """Hand the chunk back (queued) so the retry of this delivery can claim it again."""
-    SweepChunk.objects.filter(
-        pk=claim.chunk_id, status=ChunkStatus.RUNNING, attempts=claim.attempt
-    ).update(status=ChunkStatus.QUEUED, attempts=claim.attempt - 1)
 
 
 def _compute_chunk(claim: services.ChunkClaim, beat: ChunkHeartbeat) -> str:
@@ -129,7 +122,7 @@ def run_sweep_chunk(self: Any, chunk_id: int) -> str:
             self,
             exc,
             give_up=lambda error: services.chunk_give_up(claim, error),
-            release=lambda: _release(claim),
+            release=lambda: services.chunk_release(claim),
             what=f"chunk {chunk_id}: could not release",
         )
     finally:
