@@ -55,6 +55,17 @@ the INT8 peak; the same array mechanism applies. With one token the array comput
 streams its weight at the NPU's own bandwidth — one processor alone, 40–45 GB/s (Fig. 6,
 §3.3) — less the graph launch.
 
+**Prefill weights.** A prefill graph computes in FP16 and takes its weights at
+``prefill_weight_bits`` (16 for the QNN stack): the NPU has no W4A16 kernel (§5.1 footnote 2)
+and the CPU handles "dequantization" (§4; §6: W4A16 "dequantizes [weights] to FLOAT for
+computation"). Where that width differs from the stored one, the host converts a layer's
+weights a layer ahead of the NPU; its traffic (stored read + converted write) shares the
+memory with the NPU's reads, so a product moves at least all of it at the memory's peak.
+At short sequences the NPU is then memory-bound on FP16 weights — close to the GPU, which
+reads INT4 (§4.1.1: "when the sequence length is short … a similar performance compared to
+the GPU"). Assumption: the paper does not say where the FP16 weights come from; a
+per-layer conversion is the reading under which the INT4 model alone fits the phone.
+
 **Graph launch.** Every graph execution costs ``launch_us`` of host-to-NPU invocation before
 the array starts (a fitted runtime parameter; HeteroLLM gives no figure).
 
@@ -81,7 +92,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from simulations.core.errors import SpecError
@@ -103,6 +114,9 @@ NPU_PARAMS: Mapping[str, str] = {
     "graph_prep_base_ms": "online graph preparation: fixed cost per graph, ms (fitted)",
     "graph_prep_ms_per_melem": "online graph preparation: cost per million activation "
     "elements (input + output) of the graph's matmul, ms (fitted)",
+    "prefill_weight_bits": "bits per weight a prefill graph reads: the width its matmul "
+    "takes the weight in; when it differs from the stored weight_bits the host converts each "
+    "layer's weights first and that pass shares the memory (default: weight_bits, no pass)",
     "active_power_w": "power drawn while this stack runs on the NPU, W",
     "sync_copy_latency_us": "GPU↔NPU hand-over: fixed cost of copying a tensor into the GPU's "
     "buffer (clEnqueueWriteBuffer), µs — read by memory.UnifiedMemorySync",
@@ -159,7 +173,8 @@ class NpuModel(DeviceModel):
     Array efficiency ``B·M̂ / (B·M̂ + (B − 1)·α·K̂)`` from the block-swap stall over the
     reduction depth (``B`` stationary blocks, the first loaded without a stall),
     padding to the array and the stack's row block, memory overlapped by double buffering,
-    INT8 path for decode graphs (§5.1 footnote 2), a launch cost per graph execution.
+    INT8 path for decode graphs (§5.1 footnote 2), FP16 weights converted by the host for
+    prefill graphs (§4, §6), a launch cost per graph execution.
     Deviations (see the module docstring): one stall constant per row of depth, no on-chip
     capacity limit, attention on the array, memory-bound elementwise operators.
     """
@@ -191,7 +206,17 @@ class NpuModel(DeviceModel):
         self.power_w = _nonneg(
             runtime, "active_power_w", runtime.param("active_power_w", device.tdp_w)
         )
+        graph_bits = runtime.param("prefill_weight_bits", float(runtime.weight_bits))
+        if not (math.isfinite(graph_bits) and 0 < graph_bits <= 64):
+            raise SpecError(
+                f"{runtime.slug}.params.prefill_weight_bits", "must be a bit width in (0, 64]"
+            )
+        self.prefill_weight_bits = graph_bits
+        # The shared memory's peak: the host's conversion pass and the NPU's reads together
+        # cannot move more than the SoC's memory does (HeteroLLM §3.3).
+        self.shared_peak = device.mem_bw_gbps * 1e9
         self._mm: dict[tuple[int, int, int, float, float, float, bool], MatmulCost] = {}
+        self._converted: dict[tuple[int, int, int, bool], MatmulCost] = {}
         self._phase: dict[tuple[object, ...], PhaseCost] = {}
 
     # --- matrix products ---------------------------------------------------------------------
@@ -291,24 +316,54 @@ class NpuModel(DeviceModel):
         """
         p = self.precision
         integer = self.is_decode_graph(tokens)
+        # Prefill graphs compute in FP16 and take their weights at prefill_weight_bits; decode
+        # graphs run the integer path on the stored weights (§5.1 footnote 2).
+        w_bits = float(p.weight_bits) if integer else self.prefill_weight_bits
         if permuted:
-            return self.matmul_cost(
+            cost = self.matmul_cost(
                 out_features,
                 in_features,
                 tokens,
-                a_bits=p.weight_bits,
+                a_bits=w_bits,
                 b_bits=p.act_bits,
                 out_bits=p.act_bits,
                 integer=integer,
             )
-        return self.matmul_cost(
-            tokens,
-            in_features,
-            out_features,
-            a_bits=p.act_bits,
-            b_bits=p.weight_bits,
-            out_bits=p.act_bits,
-            integer=integer,
+        else:
+            cost = self.matmul_cost(
+                tokens,
+                in_features,
+                out_features,
+                a_bits=p.act_bits,
+                b_bits=w_bits,
+                out_bits=p.act_bits,
+                integer=integer,
+            )
+        if w_bits == p.weight_bits:
+            return cost
+        key = (tokens, in_features, out_features, permuted)
+        hit = self._converted.get(key)
+        if hit is None:
+            hit = self._with_conversion(cost, in_features * out_features, p.weight_bits, w_bits)
+            self._converted[key] = hit
+        return hit
+
+    def _with_conversion(
+        self, cost: MatmulCost, weights: int, stored_bits: float, graph_bits: float
+    ) -> MatmulCost:
+        """``cost`` with the host's pass that converts the product's weights from the stored
+        width to the graph's (HeteroLLM §4: the CPU handles "dequantization"): it reads the
+        stored and writes the converted weights while the NPU reads them, so the product's
+        memory time is at least all that traffic at the shared memory's peak. The pass runs a
+        layer ahead of the NPU, so only its traffic, not its latency, is charged."""
+        host_bytes = weights * (stored_bits + graph_bits) / 8.0
+        total = cost.bytes + host_bytes
+        memory = max(cost.memory_s, total / self.shared_peak)
+        return replace(
+            cost,
+            seconds=max(cost.compute_s, memory) + cost.launch_s,
+            memory_s=memory,
+            bytes=total,
         )
 
     def linear(

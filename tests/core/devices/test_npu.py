@@ -288,3 +288,44 @@ def test_prefill_latency_is_monotone_in_sequence_length(a: int, b: int) -> None:
     lo, hi = sorted((a, b))
     m = npu()
     assert m.prefill(INTERNLM, [lo]).seconds <= m.prefill(INTERNLM, [hi]).seconds
+
+
+def test_prefill_graphs_read_fp16_weights_the_host_dequantised() -> None:
+    """HeteroLLM §4/§6: the CPU dequantises W4A16 weights for the NPU's FP16 prefill graphs:
+    the graph reads 2 bytes a weight and the host's pass reads 0.5 and writes 2 beside it."""
+    m = npu()
+    k = n = 4096
+    c = m.linear_cost(256, k, n)
+    acts = (256 * k + 256 * n) * 2
+    assert c.bytes == pytest.approx(k * n * (2 + 0.5 + 2) + acts)
+    # all of it crosses the shared memory, at most at its 68 GB/s peak
+    assert c.memory_s >= c.bytes / (NPU.mem_bw_gbps * 1e9) * (1 - 1e-12)
+
+
+def test_decode_graphs_read_the_stored_int4_weights_without_a_host_pass() -> None:
+    """§5.1 footnote 2: decode graphs run the integer path on the stored weights."""
+    c = npu().linear_cost(1, 4096, 4096)
+    assert c.bytes == pytest.approx(4096 * 4096 * 0.5 + (4096 + 4096) * 2)
+
+
+def test_short_prefill_graphs_are_memory_bound_on_their_weights_long_ones_compute_bound() -> None:
+    """§4.1.1: at short sequence lengths the NPU performs like the GPU (bandwidth-bound)."""
+    m = npu()
+    short, long = m.linear_cost(32, 4096, 14336), m.linear_cost(1024, 4096, 14336)
+    assert short.memory_s > short.compute_s
+    assert long.compute_s > long.memory_s
+
+
+def test_a_stack_whose_graphs_take_the_stored_width_pays_no_conversion() -> None:
+    m = npu(prefill_weight_bits=4.0)
+    c = m.linear_cost(256, 4096, 4096)
+    assert c.bytes == pytest.approx(4096 * 4096 * 0.5 + (256 * 4096 * 2) * 2)
+    # at 32 tokens the graph is memory-bound, so reading INT4 beats reading FP16
+    assert m.linear_cost(32, 4096, 4096).seconds < npu().linear_cost(32, 4096, 4096).seconds
+
+
+@pytest.mark.parametrize("bits", [0.0, -16.0, 65.0, float("nan"), float("inf")])
+def test_an_impossible_prefill_weight_width_is_rejected_naming_it(bits: float) -> None:
+    with pytest.raises(SpecError) as exc:
+        npu(prefill_weight_bits=bits)
+    assert exc.value.field == "w4a16-qnn-hexagon.params.prefill_weight_bits"

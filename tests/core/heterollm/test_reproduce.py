@@ -71,3 +71,15 @@ def test_the_fig13_series_are_reported_for_charts(checks: dict[str, dict]) -> No
     for modes in series.values():
         assert set(modes) == {"gpu-only", "npu-only", "hetero-layer", "hetero-tensor"}
         assert all(len(v) == len(runner_module.FIG13_SEQS) for v in modes.values())
+
+
+def test_hetero_tensor_gains_most_over_hetero_layer_at_the_shortest_length(
+    checks: dict[str, dict],
+) -> None:
+    """§5.2.1: the largest Hetero-tensor gain (40.8 %) is at sequence length 32, where the
+    NPU is close to the GPU (§4.1.1)."""
+    c = checks["heterollm.fig13.tensor_over_layer_max"]
+    assert c["details"]["at_seq"] == 32
+    ratios = checks["heterollm.fig13.tensor_over_layer_avg"]["details"]["ratios"]
+    for per_seq in ratios.values():
+        assert per_seq[0] > per_seq[2]  # 32 tokens over 256 tokens

@@ -131,9 +131,11 @@ class HeteroLLMPolicy(Policy):
     and TPOT the per-token decode latency of single requests.
 
     Deviations: the profiler is the core's device models in prediction mode (no decision-tree
-    regression); kernels run one after another in graph order; the CPU's power and graph
-    preparation energy are not counted; a whole-phone power measured per processor is added
-    per busy processor (see ``heterollm.notes`` in the result).
+    regression); kernels run one after another in graph order; the NPU's FP16 prefill graphs
+    read weights the CPU dequantises a layer ahead (§4, §6 — where they come from is not
+    stated), the conversion's traffic charged on the shared memory but not its CPU time; the
+    CPU's power and graph preparation energy are not counted; a whole-phone power measured
+    per processor is added per busy processor (see ``heterollm.notes`` in the result).
     """
 
     name: ClassVar[str] = "heterollm"
