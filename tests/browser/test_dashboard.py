@@ -109,14 +109,18 @@ def test_a_planner_builds_runs_and_compares_the_glitches_example(
     assert float(rows[0]["throughput_tok_s"]) == pytest.approx(result[0]["throughput_tok_s"])
 
 
-def test_an_invalid_scenario_shows_field_errors_and_stores_nothing(
-    live_server: Any, seeded_live: Any, browser_page: Any
-) -> None:
-    page = browser_page
-    base = live_server.url
+def open_example_builder(page: Any, base: str) -> Any:
+    """Alice, signed in, at the builder holding the GLITCHES example."""
     make_user("alice")
     sign_in(page, base, "alice")
     page.goto(f"{base}/scenarios/new/?example=glitches-vs-8xa100")
+    return page
+
+
+def test_an_invalid_scenario_shows_field_errors_and_stores_nothing(
+    live_server: Any, seeded_live: Any, browser_page: Any
+) -> None:
+    page = open_example_builder(browser_page, live_server.url)
     page.fill("input[name=sys-0-dev-1-count]", "0")
     page.fill("input[name=wl-requests]", "-5")
     page.fill("#f-sys-0-opt-glitches-prefetch_ratio", "1000")
@@ -148,11 +152,8 @@ def test_an_invalid_scenario_shows_field_errors_and_stores_nothing(
 def test_a_quoted_price_is_typed_saved_and_shown_again_in_the_builder(
     live_server: Any, seeded_live: Any, browser_page: Any
 ) -> None:
-    page = browser_page
     base = live_server.url
-    make_user("alice")
-    sign_in(page, base, "alice")
-    page.goto(f"{base}/scenarios/new/?example=glitches-vs-8xa100")
+    page = open_example_builder(browser_page, base)
     price = "input[name=sys-0-dev-1-price_usd]"
     # empty: the row's catalog price, which the hint follows as the device changes
     assert page.input_value(price) == ""
