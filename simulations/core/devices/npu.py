@@ -319,6 +319,10 @@ class NpuModel(DeviceModel):
         # Prefill graphs compute in FP16 and take their weights at prefill_weight_bits; decode
         # graphs run the integer path on the stored weights (§5.1 footnote 2).
         w_bits = float(p.weight_bits) if integer else self.prefill_weight_bits
+        converts = w_bits != p.weight_bits
+        key = (tokens, in_features, out_features, permuted)
+        if converts and key in self._converted:
+            return self._converted[key]
         if permuted:
             cost = self.matmul_cost(
                 out_features,
@@ -339,14 +343,11 @@ class NpuModel(DeviceModel):
                 out_bits=p.act_bits,
                 integer=integer,
             )
-        if w_bits == p.weight_bits:
+        if not converts:
             return cost
-        key = (tokens, in_features, out_features, permuted)
-        hit = self._converted.get(key)
-        if hit is None:
-            hit = self._with_conversion(cost, in_features * out_features, p.weight_bits, w_bits)
-            self._converted[key] = hit
-        return hit
+        cost = self._with_conversion(cost, in_features * out_features, p.weight_bits, w_bits)
+        self._converted[key] = cost
+        return cost
 
     def _with_conversion(
         self, cost: MatmulCost, weights: int, stored_bits: float, graph_bits: float
