@@ -67,14 +67,20 @@ class DeviceModel(ABC):
         """Usable device memory in bytes."""
         return self.device.memory_capacity_bytes
 
-    def check_fits(self, model: ModelSpec, kv_tokens: int = 0) -> None:
-        """Raise CapacityError when weights plus ``kv_tokens`` of KV cache exceed memory."""
-        need = self.weights_bytes(model) + kv_tokens * self.kv_bytes_per_token(model)
+    def check_fits(
+        self, model: ModelSpec, kv_tokens: int = 0, *, workspace_bytes: float = 0.0
+    ) -> None:
+        """Raise CapacityError when weights plus ``kv_tokens`` of KV cache (plus a pass's
+        ``workspace_bytes``) exceed memory."""
+        need = (
+            self.weights_bytes(model) + kv_tokens * self.kv_bytes_per_token(model) + workspace_bytes
+        )
         cap = self.memory_capacity_bytes
         if need > cap:
+            parts = "weights + KV cache" + (" + workspace" if workspace_bytes else "")
             raise CapacityError(
                 f"{self.device.slug}.memory[0].capacity_gb",
-                f"{model.slug} needs {need / 1e9:.2f} GB (weights + KV cache) but the "
+                f"{model.slug} needs {need / 1e9:.2f} GB ({parts}) but the "
                 f"memory holds {cap / 1e9:.2f} GB",
             )
 

@@ -428,6 +428,15 @@ class NpuModel(DeviceModel):
         """Weights at the stack's precision (norms FP16)."""
         return graph_weight_bytes(model, self.precision)
 
+    def conversion_buffer_bytes(self, model: ModelSpec) -> float:
+        """Memory the host's weight conversion holds during a prefill: two layers' Matmul
+        weights at ``prefill_weight_bits`` (the layer the NPU reads and the next one being
+        converted); 0 when prefill graphs take the stored width."""
+        if self.prefill_weight_bits == self.precision.weight_bits:
+            return 0.0
+        per_layer = sum(k * n for _, k, n in _layer_gemms(model))
+        return 2.0 * per_layer * self.prefill_weight_bits / 8.0
+
     def segment_s(self, model: ModelSpec, tokens: int, context: int = 0) -> float:
         """Seconds of one static-graph pass over ``tokens`` (a prepared shape, padding
         included) whose queries also attend to ``context`` earlier tokens; all layers,
@@ -479,7 +488,7 @@ class NpuModel(DeviceModel):
         if hit is not None:
             return hit
         g = prefill_graph(model, lens, self.precision)
-        self.check_fits(model, sum(lens))
+        self.check_fits(model, sum(lens), workspace_bytes=self.conversion_buffer_bytes(model))
         seconds = 0.0
         for s in lens:
             done = 0

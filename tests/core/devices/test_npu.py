@@ -329,3 +329,29 @@ def test_an_impossible_prefill_weight_width_is_rejected_naming_it(bits: float) -
     with pytest.raises(SpecError) as exc:
         npu(prefill_weight_bits=bits)
     assert exc.value.field == "w4a16-qnn-hexagon.params.prefill_weight_bits"
+
+
+def test_the_conversion_buffer_counts_against_the_shared_memory_in_prefill() -> None:
+    """Two layers' FP16 Matmul weights are held while the host converts them (§4, §6)."""
+    m = npu()
+    per_layer = sum(
+        k * n
+        for k, n in (
+            (4096, 4096),
+            (4096, 1024),
+            (4096, 1024),
+            (4096, 4096),
+            (4096, 14336),
+            (4096, 14336),
+            (14336, 4096),
+        )
+    )
+    assert m.conversion_buffer_bytes(LLAMA8) == pytest.approx(2 * per_layer * 2)
+    assert npu(prefill_weight_bits=4.0).conversion_buffer_bytes(LLAMA8) == 0.0
+    # a memory that holds the INT4 weights but not the buffer beside them
+    need = m.weights_bytes(LLAMA8) + 0.5 * m.conversion_buffer_bytes(LLAMA8)
+    small = replace(NPU, memory=(replace(NPU.memory[0], capacity_gb=need / 1e9),))
+    NpuModel(small, QNN).decode_step(LLAMA8, 1, 0)
+    with pytest.raises(CapacityError) as exc:
+        NpuModel(small, QNN).prefill(LLAMA8, [32])
+    assert "workspace" in str(exc.value)

@@ -3,12 +3,16 @@ bandwidth bound, fast vs conventional sync, baselines, determinism."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from simulations.core.catalog import Catalog
 from simulations.core.devices.gpu import GpuModel
+from simulations.core.errors import CapacityError
 from simulations.core.policies.heterollm import Decider, HeteroSoc
 from simulations.core.policies.heterollm.plan import KernelRun, sibling_units, unit_npu_last
-from simulations.core.spec import ModelSpec
+from simulations.core.spec import DeviceSpec, ModelSpec
 
 MISALIGNED = (7, 45, 100, 135, 200, 300, 525, 600, 777, 1000, 1100)
 
@@ -270,3 +274,25 @@ def test_a_units_last_kernel_decides_which_processor_ends_it() -> None:
         _kernel("up_proj", "gemm", "npu"),
     ]
     assert unit_npu_last(layer) == [False, False, False, True]
+
+
+def test_npu_prefill_needs_room_for_the_weight_conversion_gpu_only_does_not(
+    cat: Catalog, soc: HeteroSoc, llama8b: ModelSpec
+) -> None:
+    """The host converts weights for the NPU's FP16 prefill graphs (§4, §6): a phone whose
+    memory holds the INT4 model but not the conversion buffer runs PPL-OpenCL only."""
+    npu = soc.npu
+    gb = (npu.weights_bytes(llama8b) + 0.5 * npu.conversion_buffer_bytes(llama8b)) / 1e9
+
+    def shrink(d: DeviceSpec) -> DeviceSpec:
+        return replace(d, memory=(replace(d.memory[0], capacity_gb=gb),))
+
+    small = HeteroSoc.from_specs(
+        shrink(cat.device("adreno-750")),
+        cat.runtime("w4a16-opencl-adreno"),
+        shrink(cat.device("hexagon-npu")),
+        cat.runtime("w4a16-qnn-hexagon"),
+    )
+    Decider(small, llama8b, "gpu-only").prefill(256)
+    with pytest.raises(CapacityError):
+        Decider(small, llama8b, "hetero-tensor").prefill(256)

@@ -75,7 +75,7 @@ from typing import Any, Literal
 
 from simulations.core.devices.gpu import OpTime, check_capacity
 from simulations.core.errors import SpecError
-from simulations.core.graph import OpKind, PhaseGraph, decode_graph, prefill_graph
+from simulations.core.graph import OpKind, Phase, PhaseGraph, decode_graph, prefill_graph
 from simulations.core.spec import ModelSpec, check_count
 
 from .soc import HeteroSoc
@@ -381,9 +381,12 @@ class Decider:
 
     def _check_fits(self, g: PhaseGraph) -> None:
         """Weights, the KV cache of the pass and its largest operator's activations must fit
-        the shared memory (CapacityError naming it otherwise)."""
+        the shared memory (CapacityError naming it otherwise), with the host's weight
+        conversion buffer where the NPU runs prefill Matmuls."""
         npu = self.soc.npu
         workspace = max(op.act_read_bytes + op.act_write_bytes for op in g.ops)
+        if g.phase is Phase.PREFILL and self.mode != "gpu-only":
+            workspace += npu.conversion_buffer_bytes(self.model)
         need = (
             npu.weights_bytes(self.model)
             + g.kv_tokens * npu.kv_bytes_per_token(self.model)
