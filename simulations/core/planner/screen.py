@@ -422,23 +422,6 @@ class CostCache:
 _NO_ROOM = "memory: a request's prefill or decode exceeds the device memory"
 
 
-def _prompt_compute_s(costs: StageCosts, p: int) -> float:
-    """One layer's compute seconds of a ``p``-token prompt's linear stage and prefill
-    attention (FLOPs at the achieved rate), as a share that stays a lower bound when
-    prompts are packed with others: an operator's compute time is ``c0 + c1·tokens +
-    c2·attended``, so a share drops a positive intercept (paid once per pass) and keeps a
-    negative one (only lowers the share)."""
-    total = 0.0
-    for op in costs._lin:
-        c0, c1, _ = op.c
-        total += min(c0, 0.0) + c1 * p
-    attended = costs._attended(costs.fused, [p])
-    for op in costs._pre_attn:
-        c0, c1, c2 = op.c
-        total += min(c0, 0.0) + c1 * p + c2 * attended
-    return max(total, 0.0)
-
-
 # --- the queueing bound ----------------------------------------------------------------------
 
 
@@ -873,7 +856,7 @@ class Screen:
             if costs.cpu is not None:
                 attn = min(attn, costs.cpu_attn_layer_s(1, p))
             step[k] = floor1 + n_layers * attn
-            comp[k] = n_layers * _prompt_compute_s(costs, p)
+            comp[k] = n_layers * costs.prompt_compute_layer_s(p)
         prefill_s = pre[inverse]
         per_step = np.where(r.multi, step[inverse], 0.0)
         decode_s = per_step * r.steps

@@ -9,11 +9,12 @@ import pytest
 from simulations.core.devices.cpu import CpuModel
 from simulations.core.devices.gpu import GpuModel
 from simulations.core.errors import CapacityError, SpecError
+from simulations.core.graph import prefill_graph
 from simulations.core.policies.neo import GpuOnlyPolicy, NeoPolicy
 from simulations.core.policies.neo.costs import ProfileTable, StageCosts
 from simulations.core.policies.neo.policy import gpu_kv_pool
 from simulations.core.policies.neo.tp import TensorParallelGpu, allreduce_layer_s, shard_model
-from simulations.core.spec import LinkSpec
+from simulations.core.spec import LinkSpec, ModelSpec, RuntimeProfile
 from tests.core.policies.neo_doubles import CPU_RT, GPU_RT, GQA8B, LLAMA7B, cpu, gpu, node, requests
 
 
@@ -43,6 +44,46 @@ def test_stage_costs_add_up_to_the_gpu_models_prefill(lens: list[int]) -> None:
         c.linear_layer_s(tokens) + c.prefill_attn_layer_s(lens)
     ) + c.pre_post_s(tokens, len(lens))
     assert parts == pytest.approx(whole, rel=1e-12)
+
+
+_EAGER_RT = replace(
+    GPU_RT, slug="test-gpu-eager", params={"fused_attention": 0, "power_wait_frac": 0.3}
+)
+
+
+def _layer_compute_s(dm: GpuModel, model: ModelSpec, tp: int, lens: list[int]) -> float:
+    """One layer's compute seconds (FLOPs at the achieved rate) of prefilling ``lens`` in one
+    packed pass on one shard, straight from the GPU model's per-operator roofline."""
+    g = prefill_graph(
+        shard_model(model, tp), lens, dm.precision, fused_attention=dm.fused_attention
+    )
+    return sum(t.compute_s for t in dm.op_times(g)[1:-2])  # the layer's operators
+
+
+@pytest.mark.parametrize("rt", [GPU_RT, _EAGER_RT], ids=["fused", "eager"])
+@pytest.mark.parametrize(("model", "tp"), [(LLAMA7B, 1), (GQA8B, 2)], ids=["7b", "8b-tp2"])
+@pytest.mark.parametrize("prompt", [1, 17, 600, 4000])
+def test_a_prompts_compute_share_is_its_layers_flops_at_the_achieved_rate(
+    rt: RuntimeProfile, model: ModelSpec, tp: int, prompt: int
+) -> None:
+    dm = GpuModel(gpu(), rt)
+    c = StageCosts(dm, CpuModel(cpu(), CPU_RT), model, tp)
+    want = _layer_compute_s(dm, model, tp, [prompt])
+    share = c.prompt_compute_layer_s(prompt)
+    assert share == pytest.approx(want, rel=1e-9)
+    # Compute only: never more than the stage times, which also wait on memory.
+    assert share <= c.linear_layer_s(prompt) + c.prefill_attn_layer_s([prompt])
+    if prompt == 1:  # one token streams the weights: far below the memory-bound stage
+        assert share < 0.1 * c.linear_layer_s(1)
+
+
+@pytest.mark.parametrize("rt", [GPU_RT, _EAGER_RT], ids=["fused", "eager"])
+def test_prompt_compute_shares_add_up_to_the_packed_passes_compute(rt: RuntimeProfile) -> None:
+    dm = GpuModel(gpu(), rt)
+    c = StageCosts(dm, CpuModel(cpu(), CPU_RT), GQA8B, 1)
+    lens = [300, 900, 40]
+    shares = sum(c.prompt_compute_layer_s(s) for s in lens)
+    assert shares == pytest.approx(_layer_compute_s(dm, GQA8B, 1, lens), rel=1e-9)
 
 
 def test_cpu_attention_is_the_cpu_models() -> None:

@@ -210,6 +210,23 @@ class StageCosts:
         f = self.per_op
         return sum(op.seconds(tokens, att, f) for op in self._pre_attn)
 
+    def prompt_compute_layer_s(self, prompt: int) -> float:
+        """One layer's compute-only seconds (FLOPs at the achieved rate, no memory time, no
+        launch floor, no all-reduce) of one ``prompt``-token prompt's linear stage and
+        prefill attention, as a share that stays a lower bound when prompts are packed with
+        others: an operator's compute time is ``c0 + c1·tokens + c2·attended``, so a share
+        drops a positive intercept (paid once per pass) and keeps a negative one (only
+        lowers the share). Never negative."""
+        total = 0.0
+        for op in self._lin:
+            c0, c1, _ = op.c
+            total += min(c0, 0.0) + c1 * prompt
+        attended = self._attended(self.fused, [prompt])
+        for op in self._pre_attn:
+            c0, c1, c2 = op.c
+            total += min(c0, 0.0) + c1 * prompt + c2 * attended
+        return max(total, 0.0)
+
     def pre_post_s(self, tokens: int, sequences: int) -> float:
         """Embedding of ``tokens`` tokens and final norm + LM head of ``sequences``
         sequences (once per sub-batch), with the stack's per-pass host work."""
