@@ -3,8 +3,9 @@ sweeps (:mod:`simulations.sweeps.tasks`) and plans (:mod:`simulations.plans.task
 
 Each system keeps its own claims and records; what is the same in all of them — how long a
 transient error waits before the retry, which time limit a delivery ran under, when a
-heartbeat is stale, and how a reconciler hands back a job whose worker died or re-sends one
-whose message was lost — lives here once.
+heartbeat is stale, how a chunk task claims, beats, works and handles its errors, and how a
+reconciler hands back a job whose worker died or re-sends one whose message was lost —
+lives here once.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, models, transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
@@ -143,6 +145,81 @@ def collector_paused_then_settled() -> Iterator[None]:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
+
+
+class ChunkBeat(Protocol):
+    """What :func:`run_chunk` needs of a chunk's heartbeat thread."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+ClaimT = TypeVar("ClaimT")
+BeatT = TypeVar("BeatT", bound=ChunkBeat)
+
+
+def run_chunk(
+    task: Any,
+    chunk_id: int,
+    *,
+    worker: str,
+    claim: Callable[..., ClaimT | None],
+    heartbeat: Callable[[ClaimT, float], BeatT],
+    work: Callable[[ClaimT, BeatT], str],
+    give_up: Callable[[ClaimT, str], Any],
+    release: Callable[[ClaimT], Any],
+    what: str,
+    domain_errors: tuple[type[BaseException], ...] = (),
+    describe: Callable[[BaseException], str] = str,
+    pause_collector: bool = False,
+) -> str:
+    """The body of a sweep's or a plan's chunk task (bound ``task``, delivery of ``chunk_id``).
+
+    ``claim(chunk_id, worker=worker)`` the chunk (a transient error retries the delivery;
+    ``"not claimed"`` when another delivery holds it or there is nothing to do), start
+    ``heartbeat(claim, interval)``, and return ``work(claim, beat)``; the heartbeat is
+    stopped however the work ends. On an error the work let through:
+
+    - one of ``domain_errors``: ``give_up(claim, describe(exc))``, ``"failed"`` (bad input
+      fails the same way on every delivery, so it is not retried);
+    - the soft time limit: ``give_up`` with the limit, ``"timed out"``;
+    - a transient error: :func:`retry_or_give_up` — hand the chunk back with
+      ``release(claim)`` and retry, or past the last retry give up (``what`` is the
+      warning when the release fails too).
+
+    ``pause_collector`` runs the work under :func:`collector_paused_then_settled` (for work
+    that allocates enough short-lived objects for the collector's pauses to matter).
+    """
+    close_old_connections()
+    held = claim_or_retry(task, claim, chunk_id, worker)
+    if held is None:
+        return "not claimed"
+    beat = heartbeat(held, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
+    beat.start()
+    try:
+        paused: AbstractContextManager[Any] = (
+            collector_paused_then_settled() if pause_collector else nullcontext()
+        )
+        with paused:
+            return work(held, beat)
+    except domain_errors as exc:
+        give_up(held, describe(exc))
+        return "failed"
+    except SoftTimeLimitExceeded:
+        limit = soft_time_limit(task)
+        give_up(held, f"the chunk exceeded the time limit of {limit} s")
+        return "timed out"
+    except TRANSIENT_ERRORS as exc:
+        return retry_or_give_up(
+            task,
+            exc,
+            give_up=lambda error: give_up(held, error),
+            release=lambda: release(held),
+            what=what,
+        )
+    finally:
+        beat.stop()
 
 
 def thaw_heap() -> None:

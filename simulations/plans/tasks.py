@@ -39,6 +39,7 @@ from simulations.jobs import (
     claim_or_retry,
     collector_paused_then_settled,
     retry_or_give_up,
+    run_chunk,
     soft_time_limit,
     thaw_heap,
 )
@@ -250,32 +251,24 @@ def _confirm(claim: services.ChunkClaim, beat: ChunkHeartbeat) -> str:
 @shared_task(name="simulations.run_plan_chunk", **JOB_TASK_OPTIONS, **TIME_LIMITS)
 def run_plan_chunk(self: Any, chunk_id: int) -> str:
     """Claim a confirmation chunk, simulate its configurations and record each once."""
-    close_old_connections()
-    claim = claim_or_retry(self, services.chunk_claim, chunk_id, worker_id())
-    if claim is None:
-        return "not claimed"
-    beat = ChunkHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
-    beat.start()
-    try:
-        with collector_paused_then_settled():
-            return _confirm(claim, beat)
-    except DOMAIN_ERRORS as exc:
-        services.chunk_give_up(claim, _describe(exc))
-        return "failed"
-    except SoftTimeLimitExceeded:
-        limit = soft_time_limit(self)
-        services.chunk_give_up(claim, f"the chunk exceeded the time limit of {limit} s")
-        return "timed out"
-    except TRANSIENT_ERRORS as exc:
-        return retry_or_give_up(
-            self,
-            exc,
-            give_up=lambda error: services.chunk_give_up(claim, error),
-            release=lambda: services.chunk_release(claim),
-            what=f"plan chunk {chunk_id}: could not release",
-        )
-    finally:
-        beat.stop()
+    return run_chunk(
+        self,
+        chunk_id,
+        worker=worker_id(),
+        claim=services.chunk_claim,
+        heartbeat=ChunkHeartbeat,
+        work=_confirm,
+        give_up=services.chunk_give_up,
+        release=services.chunk_release,
+        what=f"plan chunk {chunk_id}: could not release",
+        # The chunk parses the plan's document again (_plan_spec, config_from_dict); when
+        # that fails, retrying would fail the same way, so the chunk gives up at once.
+        domain_errors=DOMAIN_ERRORS,
+        describe=_describe,
+        # Confirmation is one of the simulating phases the pause was measured on (see
+        # collector_paused_then_settled).
+        pause_collector=True,
+    )
 
 
 @shared_task(name="simulations.reconcile_plans", ignore_result=True)

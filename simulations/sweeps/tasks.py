@@ -16,7 +16,6 @@ from typing import Any
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from django.conf import settings
 from django.db import close_old_connections
 
 from simulations.adapters import catalog_from_db, traces_from_db
@@ -25,9 +24,7 @@ from simulations.jobs import (
     JOB_TASK_OPTIONS,
     TIME_LIMITS,
     backoff,
-    claim_or_retry,
-    retry_or_give_up,
-    soft_time_limit,
+    run_chunk,
 )
 from simulations.sweeps import services
 from simulations.sweeps.expand import configuration_document, configuration_parameters
@@ -105,28 +102,19 @@ def _compute_chunk(claim: services.ChunkClaim, beat: ChunkHeartbeat) -> str:
 @shared_task(name="simulations.run_sweep_chunk", **JOB_TASK_OPTIONS, **TIME_LIMITS)
 def run_sweep_chunk(self: Any, chunk_id: int) -> str:
     """Claim a chunk of a sweep, simulate its configurations and record each exactly once."""
-    close_old_connections()
-    claim = claim_or_retry(self, services.chunk_claim, chunk_id, worker_id())
-    if claim is None:
-        return "not claimed"
-    beat = ChunkHeartbeat(claim, settings.HETPLANNER_HEARTBEAT_INTERVAL_S)
-    beat.start()
-    try:
-        return _compute_chunk(claim, beat)
-    except SoftTimeLimitExceeded:
-        limit = soft_time_limit(self)
-        services.chunk_give_up(claim, f"the chunk exceeded the time limit of {limit} s")
-        return "timed out"
-    except TRANSIENT_ERRORS as exc:
-        return retry_or_give_up(
-            self,
-            exc,
-            give_up=lambda error: services.chunk_give_up(claim, error),
-            release=lambda: services.chunk_release(claim),
-            what=f"chunk {chunk_id}: could not release",
-        )
-    finally:
-        beat.stop()
+    # No domain_errors: _compute_chunk records a configuration's domain error on that
+    # configuration and goes on with the others.
+    return run_chunk(
+        self,
+        chunk_id,
+        worker=worker_id(),
+        claim=services.chunk_claim,
+        heartbeat=ChunkHeartbeat,
+        work=_compute_chunk,
+        give_up=services.chunk_give_up,
+        release=services.chunk_release,
+        what=f"chunk {chunk_id}: could not release",
+    )
 
 
 @shared_task(name="simulations.finalise_sweep", **JOB_TASK_OPTIONS)
