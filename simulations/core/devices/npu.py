@@ -59,8 +59,10 @@ streams its weight at the NPU's own bandwidth — one processor alone, 40–45 G
 ``prefill_weight_bits`` (16 for the QNN stack): the NPU has no W4A16 kernel (§5.1 footnote 2)
 and the CPU handles "dequantization" (§4; §6: W4A16 "dequantizes [weights] to FLOAT for
 computation"). Where that width differs from the stored one, the host converts a layer's
-weights a layer ahead of the NPU; its traffic (stored read + converted write) shares the
-memory with the NPU's reads, so a product moves at least all of it at the memory's peak.
+weights a layer ahead of the NPU; its traffic (stored read + converted write) streams
+beside the NPU's reads, so a product moves all of it at what two streaming processors get of
+the shared memory (:class:`~simulations.core.memory.SharedMemoryBus`, each alone at §3.3's
+single-processor rate: ≈58 GB/s, as §5.3's GPU + NPU 59.1 GB/s).
 At short sequences the NPU is then memory-bound on FP16 weights — close to the GPU, which
 reads INT4 (§4.1.1: "when the sequence length is short … a similar performance compared to
 the GPU"). Assumption: the paper does not say where the FP16 weights come from; a
@@ -98,6 +100,7 @@ from functools import lru_cache
 from simulations.core.errors import SpecError
 from simulations.core.graph import OpKind, Precision, decode_graph, prefill_graph
 from simulations.core.graph import weight_bytes as graph_weight_bytes
+from simulations.core.memory import SharedMemoryBus
 from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProfile, check_count
 
 from . import register_device_model
@@ -212,9 +215,13 @@ class NpuModel(DeviceModel):
                 f"{runtime.slug}.params.prefill_weight_bits", "must be a bit width in (0, 64]"
             )
         self.prefill_weight_bits = graph_bits
-        # The shared memory's peak: the host's conversion pass and the NPU's reads together
-        # cannot move more than the SoC's memory does (HeteroLLM §3.3).
-        self.shared_peak = device.mem_bw_gbps * 1e9
+        # The host's conversion pass and the NPU's reads stream concurrently on the shared
+        # memory: two processors, each alone at the single-processor rate of HeteroLLM §3.3
+        # ("one processor (e.g., CPU, GPU or NPU) … 40 to 45 GB/s", the NPU's bw_eff), share
+        # what SharedMemoryBus gives two streams (≈59 GB/s, §5.3's GPU+NPU figure).
+        self.conversion_bw = (
+            SharedMemoryBus.of(device).combined_gbps([self.bw / 1e9, self.bw / 1e9]) * 1e9
+        )
         self._mm: dict[tuple[int, int, int, float, float, float, bool], MatmulCost] = {}
         self._converted: dict[tuple[int, int, int, bool], MatmulCost] = {}
         self._phase: dict[tuple[object, ...], PhaseCost] = {}
@@ -355,11 +362,12 @@ class NpuModel(DeviceModel):
         """``cost`` with the host's pass that converts the product's weights from the stored
         width to the graph's (HeteroLLM §4: the CPU handles "dequantization"): it reads the
         stored and writes the converted weights while the NPU reads them, so the product's
-        memory time is at least all that traffic at the shared memory's peak. The pass runs a
+        memory time is at least the host's traffic at a single processor's rate and all the
+        traffic at what two streaming processors get of the shared memory. The pass runs a
         layer ahead of the NPU, so only its traffic, not its latency, is charged."""
         host_bytes = weights * (stored_bits + graph_bits) / 8.0
         total = cost.bytes + host_bytes
-        memory = max(cost.memory_s, total / self.shared_peak)
+        memory = max(cost.memory_s, host_bytes / self.bw, total / self.conversion_bw)
         return replace(
             cost,
             seconds=max(cost.compute_s, memory) + cost.launch_s,
