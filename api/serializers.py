@@ -20,7 +20,13 @@ from rest_framework import serializers
 
 from api.models import ApiToken
 from simulations import selectors
-from simulations.adapters import device_spec, model_spec, runtime_spec
+from simulations.adapters import (
+    device_spec,
+    device_spec_from_record,
+    device_values,
+    model_spec,
+    runtime_spec,
+)
 from simulations.choices import (
     ArrivalKind,
     DeviceKind,
@@ -29,7 +35,7 @@ from simulations.choices import (
     MemoryKind,
 )
 from simulations.core import scenario as scenario_rules
-from simulations.core.catalog import device_from_dict, model_from_dict, runtime_from_dict
+from simulations.core.catalog import model_from_dict, runtime_from_dict
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.spec import MAX_QUANTITY
 from simulations.models import (
@@ -222,6 +228,7 @@ class DeviceSerializer(CatalogSerializer):
 
     def to_representation(self, instance: Device) -> dict[str, Any]:
         spec = device_spec(instance)
+        columns = device_values(spec)
         out: dict[str, Any] = {
             "id": instance.pk,
             "slug": spec.slug,
@@ -268,10 +275,10 @@ class DeviceSerializer(CatalogSerializer):
             "cpu_cores",
             "cpu_simd_width_bits",
             "cpu_clock_ghz",
+            "npu_static_shapes",
+            "sources",
         ):
-            out[name] = getattr(spec, name)
-        out["npu_static_shapes"] = list(spec.npu_static_shapes)
-        out["sources"] = dict(spec.sources)
+            out[name] = columns[name]
         out["notes"] = instance.notes
         out["created_at"] = serializers.DateTimeField().to_representation(instance.created_at)
         out["updated_at"] = serializers.DateTimeField().to_representation(instance.updated_at)
@@ -283,7 +290,7 @@ class DeviceSerializer(CatalogSerializer):
         for name in ("host_link", "peer_link"):
             if attrs.get(name) is not None:
                 record[name] = _drop_none(dict(attrs[name]))
-        attrs["spec"] = _catalog_spec(device_from_dict, record)
+        attrs["spec"] = _catalog_spec(device_spec_from_record, record)
         return attrs
 
     def save(self, **kwargs: Any) -> Device:

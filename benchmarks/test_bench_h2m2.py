@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulations.core.policies.h2m2.evaluate import MappingTables
-from simulations.core.policies.h2m2.hardware import H2M2Hardware
-from simulations.core.policies.h2m2.kernels import LayerShapes
-from simulations.core.policies.h2m2.mapping import greedy_mapping, oracle_mapping
+from simulations.core.devices.h2m2.board import H2M2Hardware
+from simulations.core.devices.h2m2.greedy import greedy_mapping
+from simulations.core.devices.h2m2.shapes import LayerShapes, Point
+from simulations.core.devices.h2m2.timing import MappingTables
+from simulations.core.policies.h2m2.mapping import oracle_mapping
 from simulations.core.policies.h2m2.models import paper_model
-from simulations.core.policies.h2m2.workload import Point
 
 SHAPES = LayerShapes.of(paper_model("gpt3-175b"))
 HW = H2M2Hardware.table1()

@@ -156,12 +156,11 @@ def h2m2_footprints(
     Returns the rows and, when the system's mapping keeps no head-aware split (LPDDR-only,
     hierarchical, 8-HBM), a note instead of rows.
     """
+    from simulations.core.devices.h2m2.board import H2M2Hardware
+    from simulations.core.devices.h2m2.shapes import LayerShapes, Point
+    from simulations.core.devices.h2m2.timing import MappingTables
     from simulations.core.policies import get_policy
-    from simulations.core.policies.h2m2.evaluate import MappingTables
-    from simulations.core.policies.h2m2.hardware import H2M2Hardware
-    from simulations.core.policies.h2m2.kernels import LayerShapes
     from simulations.core.policies.h2m2.mapping import run_system
-    from simulations.core.policies.h2m2.workload import Point
 
     opts = get_policy(system.policy).resolve_options(system.options)
     mapping = str(opts["mapping"])

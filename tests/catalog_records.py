@@ -12,7 +12,6 @@ import copy
 from typing import Any
 
 from simulations.core.catalog import Catalog, device_from_dict, model_from_dict, runtime_from_dict
-from simulations.core.spec import DeviceKind
 
 _FIXTURE = "test fixture"
 
@@ -64,9 +63,7 @@ DEVICES: list[dict[str, Any]] = [
         "tdp_w": 225.0,
         "idle_w": 30.0,
         "typical_w": 100.0,
-        "fpga_clock_mhz": 225.0,
-        "fpga_hbm_channels": 32,
-        "fpga_issue_cycles": 2.0,
+        "params": {"clock_mhz": 225.0, "hbm_channels": 32, "issue_cycles": 2.0},
         "sources": {
             "memory[0].capacity_gb": "AMD UG1393 (via datasheets.json)",
             "memory[0].bw_gbps": "AMD UG1393 (via datasheets.json)",
@@ -75,9 +72,9 @@ DEVICES: list[dict[str, Any]] = [
             "tdp_w": _FIXTURE,
             "idle_w": _FIXTURE,
             "typical_w": _FIXTURE,
-            "fpga_clock_mhz": _FIXTURE,
-            "fpga_hbm_channels": _FIXTURE,
-            "fpga_issue_cycles": _FIXTURE,
+            "params.clock_mhz": _FIXTURE,
+            "params.hbm_channels": _FIXTURE,
+            "params.issue_cycles": _FIXTURE,
         },
     },
     # Components come before their SoC on purpose: seeding must not depend on file order.
@@ -107,12 +104,10 @@ DEVICES: list[dict[str, Any]] = [
         "int8_tops": 45.0,
         "tdp_w": 5.0,
         "idle_w": 0.1,
-        "npu_array_rows": 32,
-        "npu_array_cols": 32,
-        "npu_static_shapes": [32, 64, 128, 256],
+        "params": {"array_rows": 32, "array_cols": 32, "static_shapes": [32, 64, 128, 256]},
         "sources": {
             "int8_tops": "datasheets.json (Snapdragon 8 Gen 3)",
-            "npu_array_rows": _FIXTURE,
+            "params.array_rows": _FIXTURE,
         },
     },
     {
@@ -134,10 +129,8 @@ DEVICES: list[dict[str, Any]] = [
         "fp32_tflops": 4.0,
         "tdp_w": 300.0,
         "idle_w": 80.0,
-        "cpu_cores": 32,
-        "cpu_simd_width_bits": 512,
-        "cpu_clock_ghz": 2.8,
-        "sources": {"cpu_cores": _FIXTURE, "memory[0]": _FIXTURE, "tdp_w": _FIXTURE},
+        "params": {"cores": 32, "simd_width_bits": 512, "clock_ghz": 2.8},
+        "sources": {"params.cores": _FIXTURE, "memory[0]": _FIXTURE, "tdp_w": _FIXTURE},
     },
 ]
 
@@ -227,7 +220,7 @@ def make_catalog() -> Catalog:
     """The records as a core Catalog, built the way ``builtin_catalog`` builds its own."""
     recs = records()
     runtimes = {}
-    defaults: dict[DeviceKind, str] = {}
+    defaults: dict[str, str] = {}
     for r in recs["runtimes"]:
         is_default = bool(r.pop("default_for_kind", False))
         rt = runtime_from_dict(r)

@@ -5,7 +5,10 @@ its tests and the calibration scripts use the catalog without Django. Every reco
 ``sources`` mapping from each numeric field to where the number comes from.
 
 Layout: ``data/devices/*.json``, ``data/runtimes/*.json``, ``data/models/*.json``; each file
-holds a JSON list of records whose keys are the spec dataclass's field names.
+holds a JSON list of records whose keys are the spec dataclass's field names. A device's
+kind-specific facts sit in its ``params`` object, as its device family declares them
+(:func:`simulations.core.devices.describe_family`); their sources are keyed
+``params.<name>``.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .devices import check_device
 from .errors import SpecError
-from .spec import DeviceKind, DeviceSpec, LinkSpec, MemoryTier, ModelSpec, RuntimeProfile
+from .spec import DeviceSpec, LinkSpec, MemoryTier, ModelSpec, RuntimeProfile
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -37,14 +41,14 @@ def _from_record(cls: Callable[..., _Spec], rec: dict[str, Any], what: str) -> _
 
 
 def device_from_dict(d: Mapping[str, Any]) -> DeviceSpec:
-    """Build a DeviceSpec from a catalog record (nested memory tiers and links)."""
+    """Build a DeviceSpec from a catalog record (nested memory tiers and links), its
+    ``params`` checked against its device family's declaration."""
     rec = dict(d)
     rec["memory"] = tuple(MemoryTier(**m) for m in rec.get("memory", ()))
     for key in ("host_link", "peer_link"):
         if rec.get(key) is not None:
             rec[key] = LinkSpec(**rec[key])
-    rec["npu_static_shapes"] = tuple(rec.get("npu_static_shapes", ()))
-    return _from_record(DeviceSpec, rec, "device")
+    return check_device(_from_record(DeviceSpec, rec, "device"))
 
 
 def runtime_from_dict(d: Mapping[str, Any]) -> RuntimeProfile:
@@ -73,7 +77,7 @@ class Catalog:
     devices: Mapping[str, DeviceSpec]
     runtimes: Mapping[str, RuntimeProfile]
     models: Mapping[str, ModelSpec]
-    default_runtimes: Mapping[DeviceKind, str]
+    default_runtimes: Mapping[str, str]
 
     def device(self, slug: str) -> DeviceSpec:
         """The device ``slug``; SpecError naming it when unknown."""
@@ -91,7 +95,7 @@ class Catalog:
         """The runtime a device uses when a scenario names none (DESIGN.md §5)."""
         slug = self.default_runtimes.get(device.kind)
         if slug is None:
-            raise SpecError("runtime", f"no default runtime for {device.kind.value} devices")
+            raise SpecError("runtime", f"no default runtime for {device.kind} devices")
         return self.runtime(slug)
 
 
@@ -107,7 +111,7 @@ def builtin_catalog() -> Catalog:
     """The catalog shipped in ``data/`` (loaded once per process)."""
     devices = {r["slug"]: device_from_dict(r) for r in iter_records("devices")}
     runtimes: dict[str, RuntimeProfile] = {}
-    defaults: dict[DeviceKind, str] = {}
+    defaults: dict[str, str] = {}
     for r in iter_records("runtimes"):
         is_default = bool(r.pop("default_for_kind", False))
         rt = runtime_from_dict(r)

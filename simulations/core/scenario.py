@@ -317,11 +317,11 @@ def _placement(
             runtime = catalog.runtimes.get(rt_slug)
             if runtime is None:
                 errs.add(rt_path, f"unknown runtime profile {rt_slug!r}")
-            elif device is not None and runtime.device_kind is not device.kind:
+            elif device is not None and runtime.device_kind != device.kind:
                 errs.add(
                     rt_path,
-                    f"runtime {rt_slug!r} is for {runtime.device_kind.value} devices, "
-                    f"not {device.kind.value} ({device.slug})",
+                    f"runtime {rt_slug!r} is for {runtime.device_kind} devices, "
+                    f"not {device.kind} ({device.slug})",
                 )
                 runtime = None
     elif device is not None:
@@ -329,7 +329,7 @@ def _placement(
         if default is None or default not in catalog.runtimes:
             errs.add(
                 rt_path,
-                f"no default runtime profile for {device.kind.value} devices; name one",
+                f"no default runtime profile for {device.kind} devices; name one",
             )
         else:
             runtime = catalog.runtimes[default]
@@ -356,11 +356,11 @@ def _check_roles(
             known = ", ".join(repr(n) for n in by_name) or "none"
             what = f"unknown role {placement.role!r}" if placement.role else "a role is required"
             errs.add(f"{path}.devices[{j}].role", f"{what} for policy {policy!r} (known: {known})")
-        elif role.kinds and placement.device.kind.value not in role.kinds:
+        elif role.kinds and placement.device.kind not in role.kinds:
             errs.add(
                 f"{path}.devices[{j}].device",
                 f"role {role.name!r} of policy {policy!r} takes {', '.join(role.kinds)} "
-                f"devices, not {placement.device.kind.value} ({placement.device.slug})",
+                f"devices, not {placement.device.kind} ({placement.device.slug})",
             )
     present = {p.role for _, p in entries}
     for role in roles:

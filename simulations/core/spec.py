@@ -13,7 +13,8 @@ table); it is carried along for display and never takes part in equality or hash
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
@@ -24,7 +25,10 @@ from .errors import SpecError
 
 
 class DeviceKind(StrEnum):
-    """What a device is; selects its cost model in :mod:`.devices`."""
+    """The built-in kinds of device; a kind selects its cost model (its device family) in
+    :mod:`.devices`. A device family may register a kind of its own (a slug, see
+    :func:`device_kind`): specs hold kinds as strings, the built-in ones as these members.
+    """
 
     GPU = "gpu"
     FPGA = "fpga"
@@ -100,6 +104,73 @@ def check_count(path: str, value: int, *, minimum: int = 1, maximum: int = 10**9
     return value
 
 
+_KIND_RE = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
+
+
+def device_kind(value: Any, path: str = "kind") -> str:
+    """``value`` as a device kind: the built-in :class:`DeviceKind` member, else the slug a
+    device family registers (lower-case letters, digits and ``-``, at most 16 characters)."""
+    if isinstance(value, DeviceKind):
+        return value
+    if not isinstance(value, str) or not _KIND_RE.match(value):
+        raise SpecError(path, f"not a device kind: {value!r}")
+    try:
+        return DeviceKind(value)
+    except ValueError:
+        return value
+
+
+class Params(Mapping[str, Any]):
+    """A device's kind-specific parameters: an immutable, hashable mapping from a parameter
+    name to a finite number or a tuple of them. Which names a kind accepts, their units and
+    bounds are declared by its device family (:attr:`.devices.base.DeviceModel.params`)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, Any] | None = None, *, path: str = "params") -> None:
+        out: dict[str, Any] = {}
+        for key, value in (items or {}).items():
+            if not isinstance(key, str) or not key:
+                raise SpecError(path, f"parameter names must be non-empty strings, got {key!r}")
+            out[key] = _param_value(value, f"{path}.{key}")
+        self._items = dict(sorted(out.items()))
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._items.items()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._items == dict(other.items())
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Params({self._items!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Params, (self._items,))
+
+
+def _param_value(value: Any, path: str) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_param_value(v, f"{path}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(path, f"must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise SpecError(path, "must be finite (NaN and Infinity are rejected)")
+    if abs(value) > MAX_QUANTITY:
+        raise SpecError(path, f"is absurdly large (> {MAX_QUANTITY:g})")
+    return value
+
+
 def _check_optional_positive(obj: Any, names: tuple[str, ...]) -> None:
     for name in names:
         value = getattr(obj, name)
@@ -154,13 +225,16 @@ class DeviceSpec:
     """Datasheet facts of one device (no software behaviour).
 
     Peak compute is dense (no sparsity). ``memory[0]`` is the device's primary (local)
-    memory. Kind-specific fields are ``None`` where they do not apply. ``parent`` names the
-    SoC a component (GPU/NPU/CPU of a phone SoC) belongs to.
+    memory. ``kind`` selects the device family; ``params`` holds the facts only that family
+    reads (an FPGA's design clock, an NPU's array shape, a CPU's cores), checked against the
+    family's declaration when the catalog loads the record
+    (:func:`simulations.core.devices.check_device`). ``parent`` names the SoC a component
+    (GPU/NPU/CPU of a phone SoC) belongs to.
     """
 
     slug: str
     name: str
-    kind: DeviceKind
+    kind: str
     vendor: str
     memory: tuple[MemoryTier, ...]
     tdp_w: float
@@ -175,26 +249,18 @@ class DeviceSpec:
     host_link: LinkSpec | None = None
     peer_link: LinkSpec | None = None
     parent: str | None = None
-    # FPGA (instruction-driven accelerator such as FlightLLM)
-    fpga_clock_mhz: float | None = None
-    fpga_hbm_channels: int | None = None
-    fpga_issue_cycles: float | None = None
-    # NPU (weight-stationary systolic array)
-    npu_array_rows: int | None = None
-    npu_array_cols: int | None = None
-    npu_static_shapes: tuple[int, ...] = ()
-    # CPU
-    cpu_cores: int | None = None
-    cpu_simd_width_bits: int | None = None
-    cpu_clock_ghz: float | None = None
+    params: Mapping[str, Any] = field(default_factory=Params)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", DeviceKind(self.kind))
-        object.__setattr__(self, "memory", tuple(self.memory))
-        object.__setattr__(self, "npu_static_shapes", tuple(self.npu_static_shapes))
         if not self.slug:
             raise SpecError("slug", "must not be empty")
+        object.__setattr__(self, "kind", device_kind(self.kind, f"{self.slug}.kind"))
+        object.__setattr__(self, "memory", tuple(self.memory))
+        if not isinstance(self.params, Params):
+            if not isinstance(self.params, Mapping):
+                raise SpecError(f"{self.slug}.params", "must be a mapping")
+            object.__setattr__(self, "params", Params(self.params, path=f"{self.slug}.params"))
         if not self.memory and self.kind is not DeviceKind.SOC:
             raise SpecError(f"{self.slug}.memory", "a device needs at least one memory tier")
         check_positive(f"{self.slug}.tdp_w", self.tdp_w)
@@ -211,18 +277,8 @@ class DeviceSpec:
                 "int4_tops",
                 "fp32_tflops",
                 "typical_w",
-                "fpga_clock_mhz",
-                "fpga_hbm_channels",
-                "fpga_issue_cycles",
-                "npu_array_rows",
-                "npu_array_cols",
-                "cpu_cores",
-                "cpu_simd_width_bits",
-                "cpu_clock_ghz",
             ),
         )
-        for i, s in enumerate(self.npu_static_shapes):
-            check_count(f"{self.slug}.npu_static_shapes[{i}]", s)
 
     @property
     def primary_memory(self) -> MemoryTier:
@@ -270,7 +326,7 @@ class RuntimeProfile:
 
     slug: str
     name: str
-    device_kind: DeviceKind
+    device_kind: str
     weight_bits: int
     act_bits: int
     kv_bits: int
@@ -282,7 +338,9 @@ class RuntimeProfile:
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "device_kind", DeviceKind(self.device_kind))
+        object.__setattr__(
+            self, "device_kind", device_kind(self.device_kind, f"{self.slug}.device_kind")
+        )
         for name in ("weight_bits", "act_bits", "kv_bits"):
             bits = getattr(self, name)
             if bits not in (2, 3, 4, 8, 16, 32):

@@ -120,7 +120,7 @@ def test_every_seeded_number_has_a_non_empty_source() -> None:
             value = getattr(spec, link)
             if value is not None:
                 keys += [f"{link}.bw_gbps"]
-        keys += ["npu_static_shapes" for _ in spec.npu_static_shapes[:1]]
+        keys += [f"params.{k}" for k in spec.params]
         missing += [f"device {spec.slug}: {k}" for k in keys if not _has_source(src, k)]
     for rt in adapters.catalog_from_db().runtimes.values():
         src = dict(rt.sources)

@@ -2,17 +2,29 @@
 
 A device model turns a phase of work on one device (a prefill of some prompts, one decode
 iteration of a batch) into seconds and joules, from the operator graph (:mod:`..graph`),
-the device's datasheet spec and the runtime profile of the stack that runs on it.
+the device's datasheet spec and the runtime profile of the stack that runs on it. One
+class per device kind (a *device family*, see ``docs/architecture.md``): it declares the
+kind-specific parameters its devices carry (:attr:`DeviceModel.params`), the settings a
+policy may choose per run (:attr:`DeviceModel.settings`), and answers the capacity
+planner's questions about the device (:meth:`DeviceModel.compute_rate_bound`,
+:meth:`DeviceModel.floor_power_w`, :meth:`DeviceModel.decode_stream_floor`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from simulations.core.errors import CapacityError
+from simulations.core.errors import CapacityError, SpecError
+from simulations.core.options import OptionSpec, resolve
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile
+
+#: Bytes of one sampled token index sent from the host to a device (int32).
+TOKEN_BYTES = 4
+#: Bytes per logit a device sends to the host for sampling (FP16 logits).
+LOGIT_BYTES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,16 +46,43 @@ class PhaseCost:
         return self.joules / self.seconds if self.seconds > 0 else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class StreamFloor:
+    """What every batched decode step must stream from memory at least: the weights the
+    batch shares (bytes, once per step), each cached token's KV (bytes per token read),
+    both at ``bw_bytes_per_s``."""
+
+    shared_weight_bytes: float
+    kv_bytes_per_token: float
+    bw_bytes_per_s: float
+
+
 class DeviceModel(ABC):
     """Cost model of one device running one software stack (one instance per pair).
 
     Subclasses cite the paper section they implement. Implementations cache what depends
     only on shapes, so the engine can call them on every scheduling event.
+
+    ``params`` declares the kind-specific facts a device record of this family carries in
+    its ``params`` mapping (units, bounds, whether required); the catalog checks records
+    against it and the API and pages render it. The resolved values (defaults filled in)
+    are :attr:`device_params`. ``settings`` declares what a policy may choose per run
+    (:meth:`with_settings`), e.g. an FPGA's data-prefetch ratio.
+
+    The capacity planner's screen asks every device model three questions. They are
+    abstract so that a new family answers them deliberately: answering ``None`` (no
+    compute floor, no streaming floor) or ``0.0`` (no power floor) is always safe — the
+    screen stays optimistic — but rules fewer configurations out, so a family that can
+    bound its work should say so.
     """
+
+    params: ClassVar[tuple[OptionSpec, ...]] = ()
+    settings: ClassVar[tuple[OptionSpec, ...]] = ()
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         self.device = device
         self.runtime = runtime
+        self.device_params: dict[str, Any] = resolve_params(type(self), device)
 
     @abstractmethod
     def prefill(self, model: ModelSpec, seq_lens: Sequence[int]) -> PhaseCost:
@@ -88,3 +127,93 @@ class DeviceModel(ABC):
     def idle_power_w(self) -> float:
         """Power drawn while the device waits."""
         return self.device.idle_w
+
+    def host_sampling_s(self, model: ModelSpec) -> float:
+        """Seconds each decode step spends outside the device for sampling: 0 for a device
+        that samples its own tokens (the default); a device that sends its logits to the
+        host and gets the sampled token back (GLITCHES §III: the FPGA) returns that round
+        trip (:func:`host_round_trip_s`)."""
+        return 0.0
+
+    def with_settings(self, values: Mapping[str, Any]) -> DeviceModel:
+        """This device and stack with the run-time ``values`` applied (e.g. an FPGA's
+        ``prefetch_ratio``). Only the settings this family declares are read: a policy
+        option that concerns other kinds (a prefetch ratio on a GPU) leaves the model as
+        it is. Families with settings override :meth:`_with_settings`."""
+        mine = {s.name: values[s.name] for s in self.settings if s.name in values}
+        if not mine:
+            return self
+        return self._with_settings(
+            resolve(self.settings, mine, "options", f"{self.device.kind} devices")
+        )
+
+    def _with_settings(self, values: dict[str, Any]) -> DeviceModel:
+        raise SpecError("options", f"{type(self).__name__} declares settings it does not apply")
+
+    # --- what the capacity planner asks ------------------------------------------------------
+
+    @abstractmethod
+    def compute_rate_bound(self) -> float | None:
+        """An achieved compute rate (OP/s) no operator of this stack exceeds, so that its
+        FLOPs over this rate bound its time from below; ``None`` when the model does not
+        bound operators by compute."""
+
+    @abstractmethod
+    def floor_power_w(self) -> float:
+        """The lowest power the device draws, busy or idle (W); 0.0 when not bounded."""
+
+    @abstractmethod
+    def decode_stream_floor(self, model: ModelSpec) -> StreamFloor | None:
+        """What every batched decode step of ``model`` streams at least (see
+        :class:`StreamFloor`); ``None`` when the model does not bound decode by memory
+        traffic."""
+
+
+def check_params(runtime: RuntimeProfile, allowed: Iterable[str]) -> None:
+    """Raise SpecError naming the first ``runtime.params`` key the model does not read."""
+    known = set(allowed)
+    for key in runtime.params:
+        if key not in known:
+            raise SpecError(
+                f"{runtime.slug}.params.{key}",
+                f"unknown runtime parameter (known: {', '.join(sorted(known))})",
+            )
+
+
+def frac_param(runtime: RuntimeProfile, key: str, default: float) -> float:
+    """A runtime parameter that must be a fraction in [0, 1]."""
+    v = runtime.param(key, default)
+    if not 0.0 <= v <= 1.0:
+        raise SpecError(f"{runtime.slug}.params.{key}", "must be a fraction in [0, 1]")
+    return v
+
+
+def check_capacity(device: DeviceSpec, needed_bytes: float, what: str) -> None:
+    """Raise CapacityError naming the device's memory when ``needed_bytes`` do not fit."""
+    cap = device.memory_capacity_bytes
+    if needed_bytes > cap:
+        raise CapacityError(
+            f"{device.slug}.memory[0].capacity_gb",
+            f"{what} needs {needed_bytes / 1e9:.2f} GB but the device holds {cap / 1e9:.2f} GB",
+        )
+
+
+def resolve_params(family: type[DeviceModel], device: DeviceSpec) -> dict[str, Any]:
+    """``device.params`` checked against ``family``'s declaration, defaults filled in
+    (SpecError at ``<slug>.params.<name>``)."""
+    return resolve(family.params, device.params, f"{device.slug}.params", f"{device.kind} devices")
+
+
+def host_round_trip_s(device: DeviceSpec, model: ModelSpec) -> float:
+    """Per-token logits → host → sampled token → device time over ``device``'s host link.
+
+    GLITCHES §III: "The final logits output from each decode iteration is transmitted back
+    to the host CPU via PCIe, where the next token index is sampled and sent back to the
+    FPGA". Host sampling itself is taken as instantaneous.
+    """
+    link = device.host_link
+    if link is None:
+        raise SpecError(
+            f"{device.slug}.host_link", "a device that samples on the host needs a host link"
+        )
+    return link.transfer_s(model.vocab_size * LOGIT_BYTES) + link.transfer_s(TOKEN_BYTES)

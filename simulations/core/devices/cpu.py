@@ -40,11 +40,18 @@ from simulations.core.graph import (
     prefill_graph,
 )
 from simulations.core.graph import weight_bytes as graph_weight_bytes
-from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProfile, check_count
+from simulations.core.options import OptionSpec
+from simulations.core.spec import (
+    MAX_QUANTITY,
+    DeviceKind,
+    DeviceSpec,
+    ModelSpec,
+    RuntimeProfile,
+    check_count,
+)
 
 from . import register_device_model
-from .base import DeviceModel, PhaseCost
-from .gpu import check_params
+from .base import DeviceModel, PhaseCost, StreamFloor, check_params
 
 #: Runtime ``params`` the CPU model reads (anything else is rejected as a typo).
 CPU_PARAMS: Mapping[str, str] = {
@@ -59,15 +66,40 @@ class CpuModel(DeviceModel):
     Deviations: see the module docstring (one FMA pipe, no cache reuse, no SMT gain).
     """
 
+    params = (
+        OptionSpec(
+            "cores", int, None, "physical cores (count)", minimum=1, maximum=10**6, required=True
+        ),
+        OptionSpec(
+            "simd_width_bits",
+            int,
+            None,
+            "SIMD register width (e.g. 512 for AVX-512)",
+            minimum=1,
+            maximum=10**6,
+            required=True,
+            unit="bits",
+        ),
+        OptionSpec(
+            "clock_ghz",
+            float,
+            None,
+            "base clock",
+            minimum=0.0,
+            exclusive_minimum=True,
+            maximum=MAX_QUANTITY,
+            required=True,
+            unit="GHz",
+        ),
+    )
+
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         super().__init__(device, runtime)
         check_params(runtime, CPU_PARAMS)
-        for name in ("cpu_cores", "cpu_clock_ghz", "cpu_simd_width_bits"):
-            if getattr(device, name) is None:
-                raise SpecError(f"{device.slug}.{name}", "a CPU needs this datasheet field")
-        self.cores = int(device.cpu_cores or 0)
-        self.lanes = float(device.cpu_simd_width_bits or 0) / 32.0
-        self.peak_flops = 2.0 * self.cores * float(device.cpu_clock_ghz or 0) * 1e9 * self.lanes
+        p = self.device_params
+        self.cores = int(p["cores"])
+        self.lanes = float(p["simd_width_bits"]) / 32.0
+        self.peak_flops = 2.0 * self.cores * float(p["clock_ghz"]) * 1e9 * self.lanes
         self.flops_rate = self.peak_flops * runtime.compute_eff
         self.bw = device.mem_bw_gbps * 1e9 * runtime.bw_eff
         self.launch_s = runtime.kernel_launch_us * 1e-6
@@ -77,6 +109,21 @@ class CpuModel(DeviceModel):
         self.power_w = frac * device.tdp_w
         self.precision = Precision.of(runtime)
         self._cache: dict[tuple[object, ...], float] = {}
+
+    # --- what the capacity planner asks ------------------------------------------------------
+
+    def compute_rate_bound(self) -> float | None:
+        """None: the planner screens host CPUs only inside Neo-style nodes, whose bounds come
+        from the policy's stage costs, not from a per-operator compute floor."""
+        return None
+
+    def floor_power_w(self) -> float:
+        """0.0: no power floor is claimed (the instance slices carry no idle power)."""
+        return 0.0
+
+    def decode_stream_floor(self, model: ModelSpec) -> StreamFloor | None:
+        """None: not screened as a decoder on its own (see :meth:`compute_rate_bound`)."""
+        return None
 
     # --- building blocks ---------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from simulations.core.errors import SpecError
 from simulations.core.graph import (
@@ -29,11 +30,25 @@ from simulations.core.graph import (
 from simulations.core.graph import (
     weight_bytes as graph_weight_bytes,
 )
-from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProfile, check_count
+from simulations.core.options import OptionSpec
+from simulations.core.spec import (
+    MAX_QUANTITY,
+    DeviceKind,
+    DeviceSpec,
+    ModelSpec,
+    RuntimeProfile,
+    check_count,
+)
 
 from . import register_device_model
-from .base import DeviceModel, PhaseCost
-from .gpu import check_capacity, check_params
+from .base import (
+    DeviceModel,
+    PhaseCost,
+    StreamFloor,
+    check_capacity,
+    check_params,
+    host_round_trip_s,
+)
 
 #: Runtime ``params`` the FPGA model reads.
 FPGA_PARAMS: Mapping[str, str] = {
@@ -85,7 +100,7 @@ class FpgaModel(DeviceModel):
     6.91 TOPS on U280, not the chip's 24.5 TOPS INT8).
 
     *Memory.* Data moves in LD/ST instructions spread over the device's HBM pseudo-channels
-    (``fpga_hbm_channels``); each channel executes its instructions one after the other,
+    (``params.hbm_channels``); each channel executes its instructions one after the other,
     spending ``ld_overhead_cycles`` at the design clock per instruction, then streaming at
     ``bw_eff`` of its share of the HBM peak. ``n`` instructions of ``b`` bytes therefore take
     ``ceil(n / channels) × (overhead + b / channel bandwidth)``: bandwidth utilisation rises
@@ -105,9 +120,13 @@ class FpgaModel(DeviceModel):
     *Prefill.* Each operator takes ``max(compute, memory)`` with the same LD model
     (weights reused over all prompt tokens, so prefill is compute-bound).
 
-    *Prefetch ratio.* ``FpgaModel(device, runtime, prefetch_ratio=M)`` or
-    :meth:`with_prefetch` (cached sibling model); default from the profile's
-    ``prefetch_ratio``. The GLITCHES policy passes its scenario option this way.
+    *Prefetch ratio.* A setting (:meth:`with_settings` ``{"prefetch_ratio": M}``, or
+    ``FpgaModel(device, runtime, prefetch_ratio=M)``, or :meth:`with_prefetch`: cached
+    sibling models); default from the profile's ``prefetch_ratio``. The GLITCHES and
+    homogeneous policies pass their scenario option this way.
+
+    *Sampling.* The host samples each token (GLITCHES §III), so every decode step adds the
+    logits → host → token round trip over the host link (:meth:`host_sampling_s`).
 
     *Power.* The board draws ``power_w`` while it runs and while it waits (GLITCHES Table I
     reports the same 46 W for prefill and decode: static and clock power dominate).
@@ -118,17 +137,58 @@ class FpgaModel(DeviceModel):
     not modelled; decode batches > 1 reuse each weight tile for every sequence.
     """
 
+    params = (
+        OptionSpec(
+            "clock_mhz",
+            float,
+            None,
+            "design clock of the accelerator on the FPGA",
+            minimum=0.0,
+            exclusive_minimum=True,
+            maximum=MAX_QUANTITY,
+            required=True,
+            unit="MHz",
+        ),
+        OptionSpec(
+            "hbm_channels",
+            int,
+            1,
+            "HBM pseudo-channels the design uses (count)",
+            minimum=1,
+            maximum=10**6,
+        ),
+        OptionSpec(
+            "issue_cycles",
+            float,
+            None,
+            "instruction-issue overhead per instruction, cycles (not read by this model: the "
+            "runtime profile's ld_overhead_cycles is the overhead it charges)",
+            minimum=0.0,
+            exclusive_minimum=True,
+            maximum=MAX_QUANTITY,
+            unit="cycles",
+        ),
+    )
+    settings = (
+        OptionSpec(
+            "prefetch_ratio",
+            int,
+            None,
+            "data-prefetch ratio M (GLITCHES §IV): MV instructions one LD serves; default: the "
+            "runtime profile's prefetch_ratio",
+            minimum=1,
+            maximum=4096,
+        ),
+    )
+
     def __init__(
         self, device: DeviceSpec, runtime: RuntimeProfile, prefetch_ratio: int | None = None
     ) -> None:
         super().__init__(device, runtime)
         check_params(runtime, FPGA_PARAMS)
         self.precision = Precision.of(runtime)
-        slug = device.slug
-        if device.fpga_clock_mhz is None:
-            raise SpecError(f"{slug}.fpga_clock_mhz", "an FPGA needs its design clock")
-        channels = device.fpga_hbm_channels or 1
-        check_count(f"{slug}.fpga_hbm_channels", int(channels))
+        clock_mhz = float(self.device_params["clock_mhz"])
+        channels = int(self.device_params["hbm_channels"])
 
         def pos(key: str) -> float:
             v = runtime.param(key)
@@ -144,7 +204,7 @@ class FpgaModel(DeviceModel):
             ops_rate=peak * runtime.compute_eff,
             channels=int(channels),
             ch_bw=device.mem_bw_gbps * 1e9 * runtime.bw_eff / channels,
-            ld_overhead_s=overhead_cycles / (device.fpga_clock_mhz * 1e6),
+            ld_overhead_s=overhead_cycles / (clock_mhz * 1e6),
             tile_w=pos("tile_weight_bytes"),
             tile_m=runtime.param("tile_meta_bytes", 0.0),
             buffer_ch=pos("buffer_kb_per_channel") * 1024,
@@ -172,6 +232,27 @@ class FpgaModel(DeviceModel):
             sib._siblings = self._siblings
             self._siblings[prefetch_ratio] = sib
         return sib
+
+    def _with_settings(self, values: dict[str, Any]) -> FpgaModel:
+        return self.with_prefetch(int(values["prefetch_ratio"]))
+
+    def host_sampling_s(self, model: ModelSpec) -> float:
+        """The logits → host → sampled token round trip over the host link (GLITCHES §III)."""
+        return host_round_trip_s(self.device, model)
+
+    def compute_rate_bound(self) -> float:
+        """The design's achieved rate (``design_peak_tops × compute_eff``), which bounds
+        every operator's compute time."""
+        return float(self.design.ops_rate)
+
+    def floor_power_w(self) -> float:
+        """The design's board power: drawn busy and idle alike."""
+        return float(self.power_w)
+
+    def decode_stream_floor(self, model: ModelSpec) -> StreamFloor | None:
+        """None: decode is bounded by LD instructions and the MV engine, not by a plain
+        stream at one bandwidth."""
+        return None
 
     def weights_bytes(self, model: ModelSpec) -> float:
         """Weights at the stack's precision plus their quantisation metadata."""

@@ -11,14 +11,16 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from simulations.core.errors import CapacityError, SpecError
+from simulations.core.errors import SpecError
 from simulations.core.graph import (
     DecodeFrame,
     GraphTotals,
     Op,
+    OpKind,
     PhaseGraph,
     Precision,
     decode_frame,
+    decode_graph,
     prefill_graph,
 )
 from simulations.core.graph import (
@@ -27,7 +29,7 @@ from simulations.core.graph import (
 from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProfile, check_count
 
 from . import register_device_model
-from .base import DeviceModel, PhaseCost
+from .base import DeviceModel, PhaseCost, StreamFloor, check_capacity, check_params, frac_param
 
 #: Runtime ``params`` the GPU model reads (anything else is a typo and rejected).
 GPU_PARAMS: Mapping[str, str] = {
@@ -40,35 +42,6 @@ GPU_PARAMS: Mapping[str, str] = {
     "power_wait_frac": "power while no kernel runs (waiting for the host, or idle with the "
     "model loaded), as a fraction of TDP",
 }
-
-
-def check_params(runtime: RuntimeProfile, allowed: Iterable[str]) -> None:
-    """Raise SpecError naming the first ``runtime.params`` key the model does not read."""
-    known = set(allowed)
-    for key in runtime.params:
-        if key not in known:
-            raise SpecError(
-                f"{runtime.slug}.params.{key}",
-                f"unknown runtime parameter (known: {', '.join(sorted(known))})",
-            )
-
-
-def frac_param(runtime: RuntimeProfile, key: str, default: float) -> float:
-    """A runtime parameter that must be a fraction in [0, 1]."""
-    v = runtime.param(key, default)
-    if not 0.0 <= v <= 1.0:
-        raise SpecError(f"{runtime.slug}.params.{key}", "must be a fraction in [0, 1]")
-    return v
-
-
-def check_capacity(device: DeviceSpec, needed_bytes: float, what: str) -> None:
-    """Raise CapacityError naming the device's memory when ``needed_bytes`` do not fit."""
-    cap = device.memory_capacity_bytes
-    if needed_bytes > cap:
-        raise CapacityError(
-            f"{device.slug}.memory[0].capacity_gb",
-            f"{what} needs {needed_bytes / 1e9:.2f} GB but the device holds {cap / 1e9:.2f} GB",
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +176,24 @@ class GpuModel(DeviceModel):
     def idle_power_w(self) -> float:
         """Power of the GPU with the model loaded and no kernel running."""
         return max(self.p_wait, self.device.idle_w)
+
+    def compute_rate_bound(self) -> float:
+        """The stack's achieved compute rate: every operator's roofline is at least its FLOPs
+        over it (kernels never run faster than ``peak × compute_eff``)."""
+        return float(self.ops_rate)
+
+    def floor_power_w(self) -> float:
+        """The lowest of the powers the model charges (idle, compute-bound, memory-bound,
+        waiting)."""
+        return float(min(self.idle_power_w, self.p_compute, self.p_memory, self.p_wait))
+
+    def decode_stream_floor(self, model: ModelSpec) -> StreamFloor:
+        """Every decode step reads the weights of all operators but the embedding (whose
+        rows are gathered per token) once for the whole batch, and each sequence's cached
+        tokens, at the stack's achieved bandwidth."""
+        g = decode_graph(model, 1, 1, self.precision, fused_attention=self.fused_attention)
+        shared = sum(op.weight_bytes * op.repeat for op in g.ops if op.kind is not OpKind.EMBEDDING)
+        return StreamFloor(shared, model.kv_bytes_per_token(self.runtime.kv_bits), self.bw)
 
     def op_times(self, graph: PhaseGraph) -> list[OpTime]:
         """Roofline time of each operator instance of ``graph`` (without host overhead)."""

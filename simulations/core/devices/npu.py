@@ -71,8 +71,9 @@ per-layer conversion is the reading under which the INT4 model alone fits the ph
 **Graph launch.** Every graph execution costs ``launch_us`` of host-to-NPU invocation before
 the array starts (a fitted runtime parameter; HeteroLLM gives no figure).
 
-**Static graphs.** A graph is compiled for fixed shapes (``npu_static_shapes``); other
-sequence lengths are padded to a prepared shape or cut into several (§4.1.1). Preparing a
+**Static graphs.** A graph is compiled for fixed shapes (the device's
+``params.static_shapes``); other sequence lengths are padded to a prepared shape or cut
+into several (§4.1.1). Preparing a
 graph online costs time growing with the tensors' size (Fig. 9, §5.2.2).
 
 ``compute_eff``, ``stall_per_depth`` (α) and ``launch_us`` are fitted by
@@ -101,11 +102,11 @@ from simulations.core.errors import SpecError
 from simulations.core.graph import OpKind, Precision, decode_graph, prefill_graph
 from simulations.core.graph import weight_bytes as graph_weight_bytes
 from simulations.core.memory import SharedMemoryBus
+from simulations.core.options import OptionSpec
 from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProfile, check_count
 
 from . import register_device_model
-from .base import DeviceModel, PhaseCost
-from .gpu import check_params
+from .base import DeviceModel, PhaseCost, StreamFloor, check_params
 
 #: Runtime ``params`` the NPU model reads (anything else is rejected as a typo).
 NPU_PARAMS: Mapping[str, str] = {
@@ -182,18 +183,47 @@ class NpuModel(DeviceModel):
     capacity limit, attention on the array, memory-bound elementwise operators.
     """
 
+    params = (
+        OptionSpec(
+            "array_rows",
+            int,
+            None,
+            "systolic array rows (processing elements)",
+            minimum=1,
+            maximum=10**6,
+            required=True,
+        ),
+        OptionSpec(
+            "array_cols",
+            int,
+            None,
+            "systolic array columns (processing elements)",
+            minimum=1,
+            maximum=10**6,
+            required=True,
+        ),
+        OptionSpec(
+            "static_shapes",
+            tuple,
+            (),
+            "sequence lengths of the prepared static graphs",
+            minimum=1,
+            maximum=10**9,
+            required=True,
+            unit="tokens",
+            items=int,
+        ),
+    )
+
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         super().__init__(device, runtime)
         check_params(runtime, NPU_PARAMS)
-        if device.npu_array_rows is None:
-            raise SpecError(f"{device.slug}.npu_array_rows", "an NPU needs its array rows")
-        if device.npu_array_cols is None:
-            raise SpecError(f"{device.slug}.npu_array_cols", "an NPU needs its array columns")
-        self.rows = int(device.npu_array_rows)
-        self.cols = int(device.npu_array_cols)
-        shapes = tuple(sorted(set(device.npu_static_shapes)))
+        p = self.device_params
+        self.rows = int(p["array_rows"])
+        self.cols = int(p["array_cols"])
+        shapes = tuple(sorted(set(p["static_shapes"])))
         if not shapes:
-            raise SpecError(f"{device.slug}.npu_static_shapes", "an NPU needs static shapes")
+            raise SpecError(f"{device.slug}.params.static_shapes", "an NPU needs static shapes")
         self.static_shapes = shapes
         self.precision = Precision.of(runtime)
         self.peak_ops = device.peak_ops_per_s(runtime.act_bits, runtime.weight_bits)
@@ -225,6 +255,21 @@ class NpuModel(DeviceModel):
         self._mm: dict[tuple[int, int, int, float, float, float, bool], MatmulCost] = {}
         self._converted: dict[tuple[int, int, int, bool], MatmulCost] = {}
         self._phase: dict[tuple[object, ...], PhaseCost] = {}
+
+    # --- what the capacity planner asks ------------------------------------------------------
+
+    def compute_rate_bound(self) -> float | None:
+        """None: phone SoCs are not searched by the planner (a SoC is not bought by the
+        count), so the NPU model states no per-operator compute floor."""
+        return None
+
+    def floor_power_w(self) -> float:
+        """0.0: no power floor is claimed."""
+        return 0.0
+
+    def decode_stream_floor(self, model: ModelSpec) -> StreamFloor | None:
+        """None: see :meth:`compute_rate_bound`."""
+        return None
 
     # --- matrix products ---------------------------------------------------------------------
 

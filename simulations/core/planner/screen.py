@@ -57,27 +57,23 @@ import numpy as np
 
 from simulations.core.devices import build_device_model
 from simulations.core.devices.base import DeviceModel
-from simulations.core.devices.fpga import FpgaModel
 from simulations.core.devices.gpu import GpuModel
+from simulations.core.devices.h2m2.board import H2M2Hardware
+from simulations.core.devices.h2m2.shapes import LayerShapes
 from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.core import Unit, build_units
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
-from simulations.core.graph import OpKind, decode_graph
 from simulations.core.policies import get_policy
 from simulations.core.policies.glitches import (
     GlitchesPolicy,
-    apply_prefetch_ratio,
-    host_round_trip_s,
 )
 from simulations.core.policies.h2m2 import H2M2Policy
-from simulations.core.policies.h2m2.hardware import H2M2Hardware
-from simulations.core.policies.h2m2.kernels import LayerShapes
 from simulations.core.policies.h2m2.mapping import MULTI_HBM_DEVICES
 from simulations.core.policies.neo.costs import StageCosts
 from simulations.core.policies.neo.policy import NeoBasePolicy, engine_memory_utilization
 from simulations.core.policies.neo.tp import TensorParallelGpu, shard_model
-from simulations.core.spec import DeviceKind, DevicePlacement, SystemSpec
+from simulations.core.spec import DevicePlacement, SystemSpec
 
 from .space import Config, Group, Signature
 from .spec import PlanSpec, policy_traits
@@ -161,28 +157,6 @@ class CostTable:
         return bool(np.all(np.isfinite(self.prefill_s)) and np.all(np.isfinite(self.decode_s)))
 
 
-def _compute_rate(dm: DeviceModel) -> float | None:
-    """Achieved compute rate (OP/s) that bounds every operator's time from below (for a
-    tensor-parallel group: its GPUs together, each computing its shard in lockstep)."""
-    if isinstance(dm, TensorParallelGpu):
-        inner = _compute_rate(dm.inner)
-        return None if inner is None else inner * dm.tp
-    if isinstance(dm, GpuModel):
-        return float(dm.ops_rate)
-    if isinstance(dm, FpgaModel):
-        return float(dm.design.ops_rate)
-    return None
-
-
-def _floor_power(dm: DeviceModel) -> float:
-    """Lowest power the device draws, busy or idle (0 when the model does not say)."""
-    if isinstance(dm, GpuModel):
-        return float(min(dm.idle_power_w, dm.p_compute, dm.p_memory, dm.p_wait))
-    if isinstance(dm, FpgaModel):
-        return float(dm.power_w)
-    return 0.0
-
-
 @dataclass
 class Requests:
     """The plan's requests as arrays (lengths after context clipping)."""
@@ -225,9 +199,10 @@ class CostCache:
         self.seconds = 0.0
 
     def unit(self, entry: int, prefetch: int | None, tp: int | None = None) -> Unit:
-        """One engine unit of ``entry`` built as the policies build it (FPGA prefetch ratio
-        and host round trip per decode step; with ``tp``, the ``gpu-only`` policy's
-        tensor-parallel group of ``tp`` GPUs); CapacityError when the weights do not fit."""
+        """One engine unit of ``entry`` built as the policies build it (the device model's
+        settings, e.g. an FPGA's prefetch ratio, and its host sampling per decode step;
+        with ``tp``, the ``gpu-only`` policy's tensor-parallel group of ``tp`` GPUs);
+        CapacityError when the weights do not fit."""
         choice = self.plan.devices[entry]
         model = self.plan.model
         if tp is not None:
@@ -238,22 +213,20 @@ class CostCache:
             dm: DeviceModel = inner if tp == 1 else TensorParallelGpu(inner, tp)
             return Unit(0, 0, choice.device, choice.runtime, "gpu", dm, model, timeline_cap=0)
         placement = DevicePlacement(choice.device, 1, choice.runtime, "")
-        fpga = choice.device.kind is DeviceKind.FPGA
+        settings = {} if prefetch is None else {"prefetch_ratio": prefetch}
 
         def factory(device: Any, runtime: Any) -> DeviceModel:
-            dm = build_device_model(device, runtime)
-            return apply_prefetch_ratio(dm, prefetch) if fpga and prefetch is not None else dm
+            return build_device_model(device, runtime).with_settings(settings)
 
         def overhead(p: DevicePlacement, dm: DeviceModel) -> float:
-            return host_round_trip_s(p.device, model) if fpga else 0.0
+            return dm.host_sampling_s(model)
 
         return build_units([placement], model, factory, step_overhead_s=overhead, timeline_cap=0)[0]
 
     def table(self, entry: int, prefetch: int | None, tp: int | None = None) -> CostTable:
         """Costs of every request on ``entry`` (``prefetch``: FPGA prefetch ratio; ``tp``:
         a tensor-parallel group of that many GPUs as one unit)."""
-        fpga = self.plan.devices[entry].device.kind is DeviceKind.FPGA
-        key = (entry, prefetch if fpga else None, tp)
+        key = (entry, self._setting_key(entry, prefetch), tp)
         hit = self._tables.get(key)
         if hit is not None:
             return hit
@@ -268,7 +241,7 @@ class CostCache:
             except CapacityError:
                 continue
             pre[k] = (c.seconds, c.joules, c.flops)
-        rate = _compute_rate(unit.dm)
+        rate = unit.dm.compute_rate_bound()
         dec = np.zeros((r.n, 2))
         for i in range(r.n):
             steps = int(r.o[i]) - 1
@@ -279,23 +252,13 @@ class CostCache:
                     dec[i] = np.inf
         decode_kv_s = np.zeros(r.n)
         weights_s = 0.0
-        dm = unit.dm
-        model = self.plan.model
-        if isinstance(dm, TensorParallelGpu) and isinstance(dm.inner, GpuModel):
-            # Each GPU of the group streams its shard's weights and KV in lockstep.
-            model = shard_model(model, dm.tp)
-            dm = dm.inner
-        if isinstance(dm, GpuModel):
-            g = decode_graph(model, 1, 1, dm.precision, fused_attention=dm.fused_attention)
-            shared = sum(
-                op.weight_bytes * op.repeat for op in g.ops if op.kind is not OpKind.EMBEDDING
-            )
-            kvpt = model.kv_bytes_per_token(dm.runtime.kv_bits)
+        floor = unit.dm.decode_stream_floor(self.plan.model)
+        if floor is not None:
             steps_f = r.steps
             # A step reads the sequence's cache and its new token: Σ_{k=p}^{p+o-2} (k + 1).
             positions = steps_f * (r.p + 1) + steps_f * (steps_f - 1) / 2.0
-            decode_kv_s = positions * kvpt / dm.bw
-            weights_s = shared / dm.bw
+            decode_kv_s = positions * floor.kv_bytes_per_token / floor.bw_bytes_per_s
+            weights_s = floor.shared_weight_bytes / floor.bw_bytes_per_s
         table = CostTable(
             prefill_s=pre[inverse, 0],
             decode_s=dec[:, 0],
@@ -305,11 +268,18 @@ class CostCache:
             decode_kv_s=decode_kv_s,
             weights_s=weights_s,
             idle_w=float(unit.idle_w),
-            floor_w=_floor_power(dm),
+            floor_w=unit.dm.floor_power_w(),
         )
         self._tables[key] = table
         self.seconds += time.perf_counter() - t0
         return table
+
+    def _setting_key(self, entry: int, prefetch: int | None) -> int | None:
+        """The prefetch ratio as far as ``entry``'s device model reads it (tables of models
+        that declare no such setting are shared)."""
+        choice = self.plan.devices[entry]
+        dm = build_device_model(choice.device, choice.runtime)
+        return prefetch if any(s.name == "prefetch_ratio" for s in dm.settings) else None
 
     def fit(self, sig: Signature, tp: int | None = None) -> str | None:
         """Why the engine's constructors reject this signature (None if they accept it);
@@ -882,7 +852,7 @@ class Screen:
         b.work.append((float(compute_s.sum()), (0,)))
         b.work.append((float(share_s.sum()), (0,)))
         gpu = costs.gpu
-        b.power_w = (tp * _floor_power(gpu),)
+        b.power_w = (tp * gpu.floor_power_w(),)
         return b
 
     def _util(self, work: float, capacity: np.ndarray) -> np.ndarray:

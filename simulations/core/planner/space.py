@@ -223,7 +223,7 @@ def signatures(plan: PlanSpec) -> Iterator[Signature]:
             eligible: list[int | None] = [
                 k
                 for k in pol.devices
-                if not role.kinds or plan.devices[k].device.kind.value in role.kinds
+                if not role.kinds or plan.devices[k].device.kind in role.kinds
             ]
             if role_may_be_empty(pol.policy, role, len(eligible)):
                 eligible = [None, *eligible]

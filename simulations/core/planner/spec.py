@@ -511,11 +511,11 @@ def _device_entries(
                 runtime = catalog.runtimes.get(rt_slug)
                 if runtime is None:
                     errs.add(key_path(p, "runtime"), f"unknown runtime profile {rt_slug!r}")
-                elif device is not None and runtime.device_kind is not device.kind:
+                elif device is not None and runtime.device_kind != device.kind:
                     errs.add(
                         key_path(p, "runtime"),
-                        f"runtime {rt_slug!r} is for {runtime.device_kind.value} devices, "
-                        f"not {device.kind.value} ({device.slug})",
+                        f"runtime {rt_slug!r} is for {runtime.device_kind} devices, "
+                        f"not {device.kind} ({device.slug})",
                     )
                     runtime = None
         elif device is not None:
@@ -523,7 +523,7 @@ def _device_entries(
             if default is None or default not in catalog.runtimes:
                 errs.add(
                     key_path(p, "runtime"),
-                    f"no default runtime profile for {device.kind.value} devices; name one",
+                    f"no default runtime profile for {device.kind} devices; name one",
                 )
             else:
                 runtime = catalog.runtimes[default]
@@ -692,7 +692,7 @@ def _policy_entries(
             continue
         for role in cls.roles:
             eligible = [
-                k for k in allowed if not role.kinds or devices[k].device.kind.value in role.kinds
+                k for k in allowed if not role.kinds or devices[k].device.kind in role.kinds
             ]
             if role.required and not eligible:
                 kinds = ", ".join(role.kinds) or "any"
@@ -717,7 +717,7 @@ def count_configurations(devices: Sequence[DeviceChoice], policies: Sequence[Pol
             eligible = [
                 devices[k]
                 for k in pol.devices
-                if not role.kinds or devices[k].device.kind.value in role.kinds
+                if not role.kinds or devices[k].device.kind in role.kinds
             ]
             ranges = [count_range(pol.policy, role.name, d) for d in eligible]
             n = sum(hi - lo + 1 for lo, hi in ranges)

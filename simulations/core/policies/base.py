@@ -15,63 +15,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simulations.core.engine.core import ProgressFn as ProgressFn  # re-exported
-from simulations.core.errors import SpecError, UnknownPolicyError
+from simulations.core.errors import UnknownPolicyError
+from simulations.core.options import OptionSpec as OptionSpec  # re-exported
+from simulations.core.options import resolve
 from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
-
-
-@dataclass(frozen=True, slots=True)
-class OptionSpec:
-    """One option a policy accepts: its type, default, bounds and help text."""
-
-    name: str
-    type: type
-    default: Any
-    help: str
-    minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple[Any, ...] = ()
-
-    def validate(self, value: Any, path: str) -> Any:
-        """Return ``value`` converted to the option's type, or raise SpecError at ``path``."""
-        if self.type is bool:
-            if not isinstance(value, bool):
-                raise SpecError(path, "must be true or false")
-            return value
-        if self.type in (int, float):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise SpecError(path, f"must be a number ({self.type.__name__})")
-            if self.type is int and not float(value).is_integer():
-                raise SpecError(path, "must be an integer")
-            v: Any = self.type(value)
-            if v != v or v in (float("inf"), float("-inf")):
-                raise SpecError(path, "must be finite")
-            if self.minimum is not None and v < self.minimum:
-                raise SpecError(path, f"must be at least {self.minimum:g}")
-            if self.maximum is not None and v > self.maximum:
-                raise SpecError(path, f"must be at most {self.maximum:g}")
-        elif not isinstance(value, self.type):
-            raise SpecError(path, f"must be a {self.type.__name__}")
-        else:
-            v = value
-        if self.choices and v not in self.choices:
-            raise SpecError(path, f"must be one of {', '.join(map(str, self.choices))}")
-        return v
-
-    def as_schema(self) -> dict[str, Any]:
-        """JSON-friendly description for the API and the scenario builder."""
-        out: dict[str, Any] = {
-            "name": self.name,
-            "type": self.type.__name__,
-            "default": self.default,
-            "help": self.help,
-        }
-        if self.minimum is not None:
-            out["minimum"] = self.minimum
-        if self.maximum is not None:
-            out["maximum"] = self.maximum
-        if self.choices:
-            out["choices"] = list(self.choices)
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,17 +69,7 @@ class Policy(ABC):
     @classmethod
     def resolve_options(cls, given: Mapping[str, Any], path: str = "options") -> dict[str, Any]:
         """Validate ``given`` against the declared options and fill in the defaults."""
-        known = {o.name: o for o in cls.options}
-        for key in given:
-            if key not in known:
-                raise SpecError(
-                    f"{path}.{key}",
-                    f"unknown option for policy {cls.name!r} (known: {', '.join(known) or 'none'})",
-                )
-        return {
-            name: (opt.validate(given[name], f"{path}.{name}") if name in given else opt.default)
-            for name, opt in known.items()
-        }
+        return resolve(cls.options, given, path, f"policy {cls.name!r}")
 
     @classmethod
     def describe(cls) -> dict[str, Any]:

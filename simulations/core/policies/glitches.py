@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from simulations.core.devices.base import DeviceModel
+from simulations.core.devices.base import LOGIT_BYTES, TOKEN_BYTES, DeviceModel
 from simulations.core.engine.core import (
     DECODE,
     IDLE,
@@ -39,42 +39,6 @@ from .base import OptionSpec, RoleSpec, register
 from .simulated import EnginePolicy
 
 RECEIVING = "receiving"
-
-#: Bytes of one sampled token index sent from the host to a decoder (int32).
-TOKEN_BYTES = 4
-#: Bytes per logit sent to the host for sampling (FP16 logits).
-LOGIT_BYTES = 2
-
-
-def apply_prefetch_ratio(dm: DeviceModel, ratio: int) -> DeviceModel:
-    """The FPGA cost model ``dm`` with data-prefetch ratio ``ratio`` (§IV).
-
-    FPGA models expose ``with_prefetch(m)`` (a cached sibling model); other kinds are
-    returned unchanged.
-    """
-    if dm.device.kind is not DeviceKind.FPGA:
-        return dm
-    hook = getattr(dm, "with_prefetch", None)
-    if hook is None:
-        raise SpecError(
-            "options.prefetch_ratio",
-            f"the cost model of {dm.device.slug} does not support a prefetch ratio",
-        )
-    out: DeviceModel = hook(ratio)
-    return out
-
-
-def host_round_trip_s(device: DeviceSpec, model: ModelSpec) -> float:
-    """Per-token logits → host → sampled token → device time over ``device``'s host link.
-
-    §III: "The final logits output from each decode iteration is transmitted back to the
-    host CPU via PCIe, where the next token index is sampled and sent back to the FPGA".
-    Host sampling itself is taken as instantaneous.
-    """
-    link = device.host_link
-    if link is None:
-        raise SpecError(f"{device.slug}.host_link", "GLITCHES needs a PCIe host link per device")
-    return link.transfer_s(model.vocab_size * LOGIT_BYTES) + link.transfer_s(TOKEN_BYTES)
 
 
 def _pipeline_end(
@@ -507,7 +471,7 @@ class GlitchesPolicy(EnginePolicy):
       iteration boundary, and the GPU resumes it afterwards.
     - A prefill waits in the queue while the GPU lacks memory for its KV cache.
     - Each FPGA decode iteration adds the per-token logits → host → token round trip over
-      the FPGA's PCIe link (:func:`host_round_trip_s`).
+      the FPGA's PCIe link (the FPGA model's ``host_sampling_s``).
     - FPGA decode uses the §IV prefetch model with ratio ``prefetch_ratio`` (default 4).
 
     Assumptions where the paper is silent (deviations from nothing stated, but choices):
@@ -584,7 +548,7 @@ class GlitchesPolicy(EnginePolicy):
         prefetch = int(opts["prefetch_ratio"])
 
         def fpga_factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
-            return apply_prefetch_ratio(self.device_models(device, runtime), prefetch)
+            return self.device_models(device, runtime).with_settings({"prefetch_ratio": prefetch})
 
         gpus = build_units(
             [p for _, p in gpus_p],
@@ -600,7 +564,7 @@ class GlitchesPolicy(EnginePolicy):
             fpga_factory,
             exact=self.reference,
             timeline_cap=self.timeline_cap,
-            step_overhead_s=lambda p, dm: host_round_trip_s(p.device, model),
+            step_overhead_s=lambda p, dm: dm.host_sampling_s(model),
             first_index=len(gpus),
             placement_index=[i for i, _ in fpgas_p],
         )

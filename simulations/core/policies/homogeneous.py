@@ -12,7 +12,6 @@ from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.core import ProgressFn, SimOutput, build_units
 from simulations.core.engine.requests import RequestSet
 from simulations.core.spec import (
-    DeviceKind,
     DeviceSpec,
     ModelSpec,
     RuntimeProfile,
@@ -20,7 +19,6 @@ from simulations.core.spec import (
 )
 
 from .base import OptionSpec, RoleSpec, register
-from .glitches import apply_prefetch_ratio, host_round_trip_s
 from .simulated import EnginePolicy
 
 
@@ -118,12 +116,10 @@ class HomogeneousPolicy(EnginePolicy):
         prefetch = int(opts["prefetch_ratio"])
 
         def factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
-            return apply_prefetch_ratio(self.device_models(device, runtime), prefetch)
+            return self.device_models(device, runtime).with_settings({"prefetch_ratio": prefetch})
 
         def overhead(p: Any, dm: DeviceModel) -> float:
-            if p.device.kind is DeviceKind.FPGA:
-                return host_round_trip_s(p.device, model)
-            return 0.0
+            return dm.host_sampling_s(model)
 
         units = build_units(
             system.devices,

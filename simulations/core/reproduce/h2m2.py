@@ -11,7 +11,7 @@ homogeneous memory (Figure 4(b)) with sublayer-granular mapping (Figure 5(a))" �
 chips §5.1 gives every configuration ("All comparison configurations, including the baseline
 system configuration, consist of two accelerator chips"); under Fig. 5(a) "parallelization is
 not available", so the chips take turns, one chip per kernel beside 544 GB/s
-(:meth:`~simulations.core.policies.h2m2.hardware.H2M2Hardware.lpddr_only`, which gives the
+(:meth:`~simulations.core.devices.h2m2.board.H2M2Hardware.lpddr_only`, which gives the
 full argument). Each H2M2/Oracle/Best speedup check also lists, in ``details``, the speedup
 over a pooled baseline whose two chips split every kernel (head-aware granularity on LPDDR,
 which §3.1 presents as the paper's contribution, not its baseline; 3-7 % lower, because one
@@ -42,15 +42,14 @@ from typing import Any
 
 import numpy as np
 
+from simulations.core.devices.h2m2.board import TABLE4_VARIANTS, H2M2Hardware
+from simulations.core.devices.h2m2.shapes import LayerShapes, Point
+from simulations.core.devices.h2m2.timing import Mapping, MappingTables
 from simulations.core.policies.h2m2.dynamic import dynamic_study
 from simulations.core.policies.h2m2.energy import memory_energy_j
-from simulations.core.policies.h2m2.evaluate import Mapping, MappingTables
-from simulations.core.policies.h2m2.hardware import TABLE4_VARIANTS, H2M2Hardware
-from simulations.core.policies.h2m2.kernels import LayerShapes
 from simulations.core.policies.h2m2.mapping import flexgen_static_mapping, run_system
 from simulations.core.policies.h2m2.memory import eq2_fragmentation
 from simulations.core.policies.h2m2.models import paper_model
-from simulations.core.policies.h2m2.workload import Point
 
 from .base import Check, runner
 

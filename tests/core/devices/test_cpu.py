@@ -23,8 +23,13 @@ LLAMA70: ModelSpec = CAT.model("llama3.1-70b")
 
 
 def cpu(slug: str = "g5-4xlarge-cpu", **changes: object) -> CpuModel:
-    """A catalog CPU, optionally with some device fields replaced."""
-    return CpuModel(replace(CAT.device(slug), **changes), RT)
+    """A catalog CPU, optionally with some of its ``params`` replaced (None: left out)."""
+    return CpuModel(with_params(CAT.device(slug), **changes), RT)
+
+
+def with_params(device: DeviceSpec, **changes: object) -> DeviceSpec:
+    params = {**device.params, **changes}
+    return replace(device, params={k: v for k, v in params.items() if v is not None})
 
 
 def with_bw(device: DeviceSpec, bw: float) -> DeviceSpec:
@@ -60,9 +65,9 @@ def test_attention_time_follows_bandwidth_not_cores() -> None:
 
 def test_cores_and_simd_width_set_the_compute_roof() -> None:
     fast_mem = with_bw(G5_4X, 1e6)
-    narrow = CpuModel(replace(fast_mem, cpu_simd_width_bits=128), RT)
+    narrow = CpuModel(with_params(fast_mem, simd_width_bits=128), RT)
     wide = CpuModel(fast_mem, RT)
-    more = CpuModel(replace(fast_mem, cpu_cores=16), RT)
+    more = CpuModel(with_params(fast_mem, cores=16), RT)
     args = (LLAMA8, 64, 64 * 4000)
     assert narrow.attention_decode(*args) == pytest.approx(2 * wide.attention_decode(*args))
     assert more.attention_decode(*args) == pytest.approx(wide.attention_decode(*args) / 2)
@@ -108,8 +113,8 @@ def test_whole_model_decode_is_bounded_by_streaming_the_weights() -> None:
 
 def test_missing_datasheet_field_is_named() -> None:
     with pytest.raises(SpecError) as exc:
-        cpu(cpu_simd_width_bits=None)
-    assert exc.value.field == "g5-4xlarge-cpu.cpu_simd_width_bits"
+        cpu(simd_width_bits=None)
+    assert exc.value.field == "g5-4xlarge-cpu.params.simd_width_bits"
 
 
 def test_unknown_runtime_param_is_named() -> None:

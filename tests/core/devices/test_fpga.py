@@ -132,8 +132,9 @@ def test_it_rejects_model_larger_than_hbm() -> None:
 
 def test_fpga_without_design_clock_is_rejected_by_name() -> None:
     with pytest.raises(SpecError) as exc:
-        FpgaModel(replace(U280, fpga_clock_mhz=None), FLIGHT)
-    assert exc.value.field == "u280.fpga_clock_mhz"
+        params = {k: v for k, v in U280.params.items() if k != "clock_mhz"}
+        FpgaModel(replace(U280, params=params), FLIGHT)
+    assert exc.value.field == "u280.params.clock_mhz"
 
 
 def test_missing_design_parameter_is_rejected_by_name() -> None:

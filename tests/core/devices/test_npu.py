@@ -256,8 +256,9 @@ def test_missing_or_unknown_runtime_params_are_named() -> None:
 
 def test_device_without_array_shape_is_rejected_naming_the_field() -> None:
     with pytest.raises(SpecError) as exc:
-        NpuModel(replace(NPU, npu_array_rows=None), QNN)
-    assert exc.value.field == "hexagon-npu.npu_array_rows"
+        params = {k: v for k, v in NPU.params.items() if k != "array_rows"}
+        NpuModel(replace(NPU, params=params), QNN)
+    assert exc.value.field == "hexagon-npu.params.array_rows"
 
 
 dims = st.integers(min_value=1, max_value=20000)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
-from simulations.core.devices.base import DeviceModel, PhaseCost
+from simulations.core.devices.base import DeviceModel, PhaseCost, StreamFloor, host_round_trip_s
+from simulations.core.options import OptionSpec
 from simulations.core.spec import (
     DeviceKind,
     DevicePlacement,
@@ -120,6 +122,21 @@ class RooflineDouble(DeviceModel):
     def weights_bytes(self, model: ModelSpec) -> float:
         return PARAMS_7B * self.runtime.weight_bits / 8
 
+    def host_sampling_s(self, model: ModelSpec) -> float:
+        # as the FPGA family: the host samples each token
+        if self.device.kind is DeviceKind.FPGA:
+            return host_round_trip_s(self.device, model)
+        return 0.0
+
+    def compute_rate_bound(self) -> float | None:
+        return None
+
+    def floor_power_w(self) -> float:
+        return 0.0
+
+    def decode_stream_floor(self, model: ModelSpec) -> StreamFloor | None:
+        return None
+
 
 class TiledDouble(RooflineDouble):
     """Attention cost quantised to 64-token tiles per sequence: not affine in kv_tokens."""
@@ -158,6 +175,7 @@ class FpgaDouble(RooflineDouble):
     """An FPGA-like double with a prefetch ratio: bandwidth efficiency grows with M."""
 
     launch_s = 1e-4
+    settings = (OptionSpec("prefetch_ratio", int, 1, "prefetch ratio", minimum=1, maximum=64),)
 
     def __init__(self, device: DeviceSpec, rt: RuntimeProfile, prefetch_ratio: int = 1) -> None:
         super().__init__(device, rt)
@@ -165,6 +183,9 @@ class FpgaDouble(RooflineDouble):
 
     def with_prefetch(self, m: int) -> FpgaDouble:
         return FpgaDouble(self.device, self.runtime, m)
+
+    def _with_settings(self, values: dict[str, Any]) -> FpgaDouble:
+        return self.with_prefetch(int(values["prefetch_ratio"]))
 
     def _bw(self) -> float:
         return super()._bw() * (1.0 + 0.2 * (1 - 1 / self.prefetch_ratio))

@@ -8,24 +8,22 @@ import itertools
 import numpy as np
 import pytest
 
+from simulations.core.devices.h2m2.board import H2M2Hardware
+from simulations.core.devices.h2m2.greedy import greedy_mapping, peak_times
+from simulations.core.devices.h2m2.shapes import LayerShapes, Point
+from simulations.core.devices.h2m2.timing import Mapping, MappingTables
 from simulations.core.errors import CapacityError, SpecError
-from simulations.core.policies.h2m2.evaluate import Mapping, MappingTables
-from simulations.core.policies.h2m2.hardware import H2M2Hardware
-from simulations.core.policies.h2m2.kernels import LayerShapes
 from simulations.core.policies.h2m2.mapping import (
     flexgen_lp,
     flexgen_lp_mapping,
     flexgen_static_mapping,
-    greedy_mapping,
     major_mapping,
     oracle_mapping,
-    peak_times,
     run_system,
     sublayer_mapping,
 )
 from simulations.core.policies.h2m2.memory import AsymmetricMemory
 from simulations.core.policies.h2m2.models import paper_model
-from simulations.core.policies.h2m2.workload import Point
 from simulations.core.reproduce.h2m2 import CHINCHILLA, GPT3, LLAMA2
 
 # every point the reproduction evaluates (Figs. 7, 8, 12, 13, 15 and Table 3), plus GPT3 B16

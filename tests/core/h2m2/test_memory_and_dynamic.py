@@ -8,13 +8,13 @@ import itertools
 import numpy as np
 import pytest
 
-from simulations.core.devices.h2m2_accel import AcceleratorConfig, Side
+from simulations.core.devices.h2m2.accel import AcceleratorConfig, Side
+from simulations.core.devices.h2m2.board import H2M2Hardware
+from simulations.core.devices.h2m2.shapes import LayerShapes, Point
+from simulations.core.devices.h2m2.timing import PAGE_BYTES, Mapping
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.policies import get_policy
 from simulations.core.policies.h2m2.dynamic import dynamic_study
-from simulations.core.policies.h2m2.evaluate import PAGE_BYTES, Mapping
-from simulations.core.policies.h2m2.hardware import H2M2Hardware
-from simulations.core.policies.h2m2.kernels import LayerShapes
 from simulations.core.policies.h2m2.memory import (
     AsymmetricMemory,
     eq2_fragmentation,
@@ -23,7 +23,6 @@ from simulations.core.policies.h2m2.memory import (
     simulate_lru,
 )
 from simulations.core.policies.h2m2.models import paper_model
-from simulations.core.policies.h2m2.workload import Point
 from simulations.core.spec import (
     ArrivalKind,
     ArrivalSpec,
@@ -99,7 +98,7 @@ def test_eq2_counts_the_remainder_of_every_tensor():
 
 def test_migration_bytes_are_the_moved_heads_data():
     s = LayerShapes.of(paper_model("gpt3-175b"))
-    from simulations.core.policies.h2m2.evaluate import MappingTables
+    from simulations.core.devices.h2m2.timing import MappingTables
 
     tab = MappingTables(s, H2M2Hardware.table1(), Point(32, 1024.0))
     one_head_kv = s.n_layers * 2 * 32 * 1024 * s.head_dim
@@ -113,7 +112,7 @@ def test_migration_copies_a_split_kv_group_to_the_side_that_gains_it():
     read it) and LPDDR must receive whole: the HBM side's footprint does not change, yet one
     KV head's cache crosses the interconnect."""
     s = LayerShapes.of(paper_model("llama2-70b"))
-    from simulations.core.policies.h2m2.evaluate import MappingTables
+    from simulations.core.devices.h2m2.timing import MappingTables
 
     point = Point(128, 4096.0)
     tab = MappingTables(s, H2M2Hardware.table1(), point)

@@ -5,15 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from simulations.core.devices.h2m2.board import H2M2Hardware
+from simulations.core.devices.h2m2.shapes import LayerShapes, Point
 from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.metrics import request_latencies
 from simulations.core.policies import get_policy
 from simulations.core.policies.h2m2 import prefill_s, serve_static_batches
-from simulations.core.policies.h2m2.hardware import H2M2Hardware
-from simulations.core.policies.h2m2.kernels import LayerShapes
 from simulations.core.policies.h2m2.mapping import run_system
 from simulations.core.policies.h2m2.models import paper_model
-from simulations.core.policies.h2m2.workload import Point
 from simulations.core.spec import (
     ArrivalKind,
     ArrivalSpec,

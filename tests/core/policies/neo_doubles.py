@@ -84,9 +84,7 @@ def cpu(slug: str = "host-cpu", *, mem_gb: float = 64, bw: float = 47) -> Device
         memory=(MemoryTier("ddr", mem_gb, bw),),
         tdp_w=55,
         idle_w=0,
-        cpu_cores=8,
-        cpu_simd_width_bits=512,
-        cpu_clock_ghz=2.5,
+        params={"cores": 8, "simd_width_bits": 512, "clock_ghz": 2.5},
     )
 
 

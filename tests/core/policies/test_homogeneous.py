@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from simulations.core.devices.base import host_round_trip_s
 from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.errors import SpecError
 from simulations.core.policies import get_policy
-from simulations.core.policies.glitches import host_round_trip_s
 from simulations.core.policies.homogeneous import HomogeneousPolicy
 from simulations.core.spec import ArrivalSpec, LengthDist, SloSpec, WorkloadSpec
 from tests.core.engine.doubles import LLAMA7B, fpga_spec, gpu_spec, mixed_factory, placement, system

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from simulations.core.devices.h2m2.board import H2M2Hardware
+from simulations.core.devices.h2m2.shapes import LayerShapes, Point
 from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.errors import SpecError
 from simulations.core.metrics import request_latencies
@@ -22,10 +24,7 @@ from simulations.core.policies.base import OptionSpec, Policy, ProgressFn, RoleS
 from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
 
 from .energy import memory_energy_j
-from .hardware import H2M2Hardware
-from .kernels import LayerShapes
 from .mapping import SYSTEMS, flexgen_lp_mapping, run_system
-from .workload import Point
 
 #: iterations of one batch at which the iteration time is evaluated; between them it is
 #: interpolated linearly (the KV cache, and with it every cost, grows by one token a step)

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .evaluate import MappingTables
-from .hardware import H2M2Hardware
-from .kernels import LayerShapes
-from .mapping import flexgen_lp_mapping, greedy_mapping, oracle_mapping, run_system
+from simulations.core.devices.h2m2.board import H2M2Hardware
+from simulations.core.devices.h2m2.greedy import greedy_mapping
+from simulations.core.devices.h2m2.shapes import LayerShapes, Point
+from simulations.core.devices.h2m2.timing import MappingTables
+
+from .mapping import flexgen_lp_mapping, oracle_mapping, run_system
 from .memory import migration_bytes
-from .workload import Point
 
 
 @dataclass

@@ -11,7 +11,7 @@
 * internal fragmentation is counted by Eq. 2.
 
 :class:`AsymmetricMemory` is the allocator (used by the tests and the dynamic study to check
-the invariants); the cost side lives in :class:`~simulations.core.devices.h2m2_accel.Side`
+the invariants); the cost side lives in :class:`~simulations.core.devices.h2m2.accel.Side`
 (TLB stalls) and :func:`migration_bytes`.
 """
 
@@ -24,11 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from simulations.core.devices.h2m2.shapes import LayerShapes, Point
+from simulations.core.devices.h2m2.timing import PAGE_BYTES, Footprint, Mapping
 from simulations.core.errors import CapacityError, SpecError
-
-from .evaluate import PAGE_BYTES, Footprint, Mapping
-from .kernels import LayerShapes
-from .workload import Point
 
 SIDES = ("hbm", "lpddr")
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from simulations.core.devices.base import DeviceModel, PhaseCost
+from simulations.core.devices.base import DeviceModel, PhaseCost, StreamFloor
 from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.core import ProgressFn, Unit
 from simulations.core.engine.requests import RequestSet, generate_requests
@@ -94,6 +94,18 @@ class SocDeviceModel(DeviceModel):
         """Idle draw of both processors."""
         soc = self.decider.soc
         return soc.gpu.idle_power_w + soc.npu.idle_power_w
+
+    def compute_rate_bound(self) -> float | None:
+        """None: a SoC is not searched by the planner (see the policy's ``unscreened_why``)."""
+        return None
+
+    def floor_power_w(self) -> float:
+        """0.0: see :meth:`compute_rate_bound`."""
+        return 0.0
+
+    def decode_stream_floor(self, model: ModelSpec) -> StreamFloor | None:
+        """None: see :meth:`compute_rate_bound`."""
+        return None
 
 
 def soc_device(soc: HeteroSoc) -> DeviceSpec:

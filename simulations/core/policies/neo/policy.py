@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from simulations.core.devices.base import DeviceModel, PhaseCost
+from simulations.core.devices.base import DeviceModel, PhaseCost, StreamFloor
 from simulations.core.devices.cpu import CpuModel
 from simulations.core.devices.gpu import GpuModel
 from simulations.core.engine.batching import BatchingSim
@@ -97,6 +97,8 @@ CPU_ROLE = RoleSpec(
 class _HostCpu(DeviceModel):
     """The host CPU as a unit of the engine: it holds KV cache, never weights."""
 
+    params = CpuModel.params
+
     def __init__(self, inner: CpuModel) -> None:
         super().__init__(inner.device, inner.runtime)
         self.inner = inner
@@ -113,6 +115,18 @@ class _HostCpu(DeviceModel):
     def weights_bytes(self, model: ModelSpec) -> float:
         """Nothing: the weights stay on the GPUs."""
         return 0.0
+
+    def compute_rate_bound(self) -> float | None:
+        """The wrapped CPU model's answer."""
+        return self.inner.compute_rate_bound()
+
+    def floor_power_w(self) -> float:
+        """The wrapped CPU model's answer."""
+        return self.inner.floor_power_w()
+
+    def decode_stream_floor(self, model: ModelSpec) -> StreamFloor | None:
+        """The wrapped CPU model's answer."""
+        return self.inner.decode_stream_floor(model)
 
 
 def _one(system: SystemSpec, role: str, required: bool) -> tuple[int, DevicePlacement] | None:

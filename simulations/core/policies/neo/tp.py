@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 
-from simulations.core.devices.base import DeviceModel, PhaseCost
+from simulations.core.devices.base import DeviceModel, PhaseCost, StreamFloor
+from simulations.core.devices.gpu import GpuModel
 from simulations.core.errors import SpecError
 from simulations.core.spec import DeviceSpec, ModelSpec
 
@@ -77,6 +78,8 @@ class TensorParallelGpu(DeviceModel):
     lockstep) plus the per-layer all-reduces. Energy counts every GPU of the group.
     """
 
+    params = GpuModel.params  # the group's devices are GPUs
+
     def __init__(self, inner: DeviceModel, tp: int) -> None:
         super().__init__(inner.device, inner.runtime)
         self.inner = inner
@@ -117,6 +120,21 @@ class TensorParallelGpu(DeviceModel):
     def idle_power_w(self) -> float:
         """The group's idle power."""
         return self.tp * self.inner.idle_power_w
+
+    def compute_rate_bound(self) -> float | None:
+        """The group's rate: its GPUs compute their shards in lockstep."""
+        inner = self.inner.compute_rate_bound()
+        return None if inner is None else inner * self.tp
+
+    def floor_power_w(self) -> float:
+        """One GPU's floor: a valid floor for the group, though ``tp`` times it would be
+        tighter (every GPU of the group draws at least its own floor)."""
+        return self.inner.floor_power_w()
+
+    def decode_stream_floor(self, model: ModelSpec) -> StreamFloor | None:
+        """Each GPU streams its shard's weights and KV in lockstep: one GPU's floor for its
+        shard."""
+        return self.inner.decode_stream_floor(self._shard(model))
 
 
 def _scaled(c: PhaseCost, tp: int, extra_s: float, wait_w: float) -> PhaseCost:

@@ -27,12 +27,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simulations.core.devices.h2m2_accel import Side
-from simulations.core.spec import ModelSpec, RuntimeProfile
-
-from .hardware import H2M2Hardware
-from .kernels import LayerShapes, page_ceil
-from .workload import Point
+from .accel import Side
+from .board import H2M2Hardware
+from .shapes import LayerShapes, Point, page_ceil
 
 FloatArray = npt.NDArray[Any]
 IntArray = npt.NDArray[Any]
@@ -344,6 +341,23 @@ class MappingTables:
 
     # --- the whole space at once (Oracle) ------------------------------------------------
 
+    def evaluate(self, m: Mapping, system: str) -> Evaluation:
+        """One generation iteration of all layers under the head-aware mapping ``m``, named
+        ``system`` in the result; with :attr:`abstraction`, its time includes the memory
+        abstraction's TLB misses (and ``extra`` the time without them)."""
+        L = self.shapes.n_layers
+        ops = self.shapes.ops_per_iteration(self.point.batch, self.point.kv_tokens)
+        per_layer = self.layer_time(m, with_abstraction=self.abstraction)
+        bh, bl, link = self.traffic(m)
+        used_h, used_l = self.footprint(m)
+        extra: dict[str, float] = {}
+        if self.abstraction:
+            extra["seconds_without_abstraction"] = L * self.layer_time(m)
+        # data crossing the interconnect is read from one memory and written to the other
+        return Evaluation(
+            system, L * per_layer, m, bh + link, bl + link, link, ops, used_h, used_l, extra
+        )
+
     def all_times(self) -> FloatArray:
         """Per-layer time of every mapping, shape (N+1, N+1, N+1) indexed [nQ, nA, nF]."""
         tq, ta, tf = self.t["qkv"], self.t["attn"], self.t["fc"]
@@ -377,29 +391,3 @@ class Evaluation:
     hbm_used: float = 0.0
     lpddr_used: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def tables_for(
-    model: ModelSpec,
-    hw: H2M2Hardware,
-    point: Point,
-    *,
-    runtime: RuntimeProfile | None = None,
-    abstraction: bool = False,
-) -> MappingTables:
-    """The mapping tables of ``model`` on ``hw`` at ``point``."""
-    return MappingTables(LayerShapes.of(model, runtime), hw, point, abstraction=abstraction)
-
-
-def evaluate_mapping(
-    model: ModelSpec,
-    hw: H2M2Hardware,
-    point: Point,
-    system: str,
-    *,
-    runtime: RuntimeProfile | None = None,
-) -> Evaluation:
-    """One iteration of ``model`` on ``system`` (a name of :data:`.mapping.SYSTEMS`)."""
-    from .mapping import run_system
-
-    return run_system(LayerShapes.of(model, runtime), hw, point, system)

@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from simulations.core.devices.h2m2_accel import AcceleratorConfig, Side
 from simulations.core.errors import SpecError
 from simulations.core.spec import DevicePlacement, DeviceSpec, MemoryKind, check_positive
+
+from .accel import AcceleratorConfig, Side, accelerator_of
 
 TABLE1 = "H2M2 paper, Table 1 (following NVIDIA Grace Hopper [32])"
 
@@ -70,11 +71,7 @@ class H2M2Hardware:
         lpddr: Side | None = None
         link = None
         for dev in devices:
-            accel = base.hbm.accel
-            if dev.npu_array_rows is not None and dev.npu_array_cols is not None:
-                accel = replace(
-                    accel, mm_rows=int(dev.npu_array_rows), mm_cols=int(dev.npu_array_cols)
-                )
+            accel = accelerator_of(dev, base.hbm.accel)
             for tier in dev.memory:
                 side = Side(tier.kind, tier.capacity_gb, tier.bw_gbps, 1, accel)
                 if tier.kind is MemoryKind.HBM and hbm is None:

@@ -1,4 +1,5 @@
-"""Decoder-layer shapes H2M2 maps (§2.1, Fig. 2): qkv-linear, attention and fc.
+"""Decoder-layer shapes H2M2 maps (§2.1, Fig. 2) — qkv-linear, attention and fc — and the
+generation iteration they are evaluated at (§5.1).
 
 The three sublayers are split into ``N`` = ``n_heads`` units (§3.1, Fig. 5b): qkv-linear and
 attention by heads (with GQA a KV head goes with every side that holds one of its query
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simulations.core.spec import FfnKind, ModelSpec, RuntimeProfile
+from simulations.core.spec import FfnKind, ModelSpec, RuntimeProfile, check_count, check_positive
 
 IntArray = npt.NDArray[Any]
 FloatArray = npt.NDArray[Any]
@@ -131,3 +132,28 @@ class LayerShapes:
 def page_ceil(nbytes: FloatArray | float, page: float) -> FloatArray:
     """Bytes rounded up to whole pages (0 stays 0)."""
     return np.ceil(np.asarray(nbytes, dtype=np.float64) / page) * page
+
+
+@dataclass(frozen=True)
+class Point:
+    """A generation iteration: ``batch`` requests whose KV caches hold ``seq_len`` tokens on
+    average, counting the token generated in this iteration (the paper's "B32 S1024")."""
+
+    batch: int
+    seq_len: float
+
+    def __post_init__(self) -> None:
+        check_count("point.batch", self.batch, maximum=1_000_000)
+        check_positive("point.seq_len", self.seq_len)
+        if self.seq_len > 10_000_000:
+            raise ValueError("point.seq_len is absurdly large")
+
+    @property
+    def kv_tokens(self) -> float:
+        """Cached tokens summed over the batch (attention's work and the KV footprint)."""
+        return self.batch * self.seq_len
+
+    @property
+    def label(self) -> str:
+        """The paper's x-axis label, e.g. ``B32 S1024``."""
+        return f"B{self.batch} S{self.seq_len:g}"

@@ -33,25 +33,13 @@ core holds a 128-column slab of the largest GPT3-175B weight matrix: 49152 × 12
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from simulations.core.devices import register_device_model
-from simulations.core.devices.base import DeviceModel, PhaseCost
-from simulations.core.errors import SpecError
-from simulations.core.spec import (
-    DeviceKind,
-    DeviceSpec,
-    MemoryKind,
-    ModelSpec,
-    RuntimeProfile,
-    check_count,
-    check_positive,
-)
+from simulations.core.spec import DeviceSpec, MemoryKind, check_count, check_positive
 
 FloatArray = npt.NDArray[Any]
 ArrayLike = float | npt.NDArray[Any]
@@ -258,76 +246,12 @@ class Side:
         return np.where(e > 0, out, 0.0)
 
 
-# --- DeviceModel for memory-accel devices ------------------------------------------------------
-
-
-def sides_of_device(device: DeviceSpec, accel: AcceleratorConfig | None = None) -> list[Side]:
-    """One :class:`Side` (one chip) per memory tier of an H2M2-like device, in tier order."""
-    cfg = accel or AcceleratorConfig()
-    if device.npu_array_rows is not None and device.npu_array_cols is not None:
-        cfg = replace(cfg, mm_rows=int(device.npu_array_rows), mm_cols=int(device.npu_array_cols))
-    return [Side(t.kind, t.capacity_gb, t.bw_gbps, 1, cfg) for t in device.memory]
-
-
-@register_device_model(DeviceKind.MEMORY_ACCEL)
-class H2M2AccelModel(DeviceModel):
-    """Cost model of an H2M2 board: one accelerator chip beside each memory tier (H2M2 §4.1,
-    Tables 1–2), decode iterations mapped by the greedy head-aware policy (Algorithm 1).
-
-    Prefill is not modelled by the paper (§5.1: generation phase only); here it is the same
-    kernels with M = prompt tokens (GEMMs) and a causal attention over the prompt, split over
-    both chips in proportion to their memories' bandwidth. Deviation: the paper reports only
-    the generation phase, so the prefill figures are this model's own.
-    """
-
-    def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
-        super().__init__(device, runtime)
-        self.sides = sides_of_device(device)
-
-    def _system(self) -> Any:
-        from simulations.core.policies.h2m2.hardware import H2M2Hardware
-
-        return H2M2Hardware.from_device(self.device)
-
-    def decode_step(self, model: ModelSpec, batch: int, kv_tokens: int) -> PhaseCost:
-        """One generation iteration under the greedy head-aware mapping (Algorithm 1)."""
-        from simulations.core.policies.h2m2.evaluate import evaluate_mapping
-        from simulations.core.policies.h2m2.workload import Point
-
-        check_count("batch", batch)
-        seq = max(1, round(kv_tokens / batch) + 1)
-        point = Point(batch=batch, seq_len=seq)
-        res = evaluate_mapping(model, self._system(), point, "h2m2", runtime=self.runtime)
-        return PhaseCost(
-            seconds=res.seconds,
-            joules=res.seconds * self.device.tdp_w,
-            flops=res.ops,
-            bytes=res.bytes_hbm + res.bytes_lpddr,
-        )
-
-    def prefill(self, model: ModelSpec, seq_lens: Sequence[int]) -> PhaseCost:
-        """Prompt phase as GEMMs with M = prompt tokens over both chips (see class note)."""
-        if not seq_lens:
-            raise SpecError("seq_lens", "must not be empty")
-        tokens = int(sum(seq_lens))
-        wbytes = self.weights_bytes(model)
-        ops = 2.0 * wbytes / (self.runtime.weight_bits / 8) * tokens
-        # causal q·Kᵀ and ·V over the prompt: 2 products × 2 ops × heads × head_dim × s²/2
-        per_layer = sum(2.0 * model.n_heads * model.head_dim * s * s for s in seq_lens)
-        ops += per_layer * model.n_layers
-        total_bw = sum(s.bw_bytes_per_s for s in self.sides)
-        peak = sum(s.accel.mm_peak_ops * s.chips for s in self.sides)
-        seconds = max(ops / peak, wbytes / total_bw)
-        return PhaseCost(seconds, seconds * self.device.tdp_w, ops, wbytes)
-
-    def weights_bytes(self, model: ModelSpec) -> float:
-        """Decoder weights at this stack's weight precision (embeddings excluded, §5.1)."""
-        from simulations.core.policies.h2m2.kernels import LayerShapes
-
-        shapes = LayerShapes.of(model, self.runtime)
-        return shapes.weight_bytes_per_layer * model.n_layers
-
-    @property
-    def memory_capacity_bytes(self) -> float:
-        """Every tier's capacity together (the asymmetric memory is one logical space)."""
-        return float(sum(t.capacity_bytes for t in self.device.memory))
+def accelerator_of(device: DeviceSpec, base: AcceleratorConfig | None = None) -> AcceleratorConfig:
+    """The chip beside ``device``'s memories: ``base`` (Table 2's by default) with the
+    matrix-unit shape the record gives in ``params`` (``array_rows`` and ``array_cols``, both
+    or neither)."""
+    cfg = base or AcceleratorConfig()
+    rows, cols = device.params.get("array_rows"), device.params.get("array_cols")
+    if rows is not None and cols is not None:
+        cfg = replace(cfg, mm_rows=int(rows), mm_cols=int(cols))
+    return cfg
