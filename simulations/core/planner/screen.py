@@ -9,9 +9,9 @@ curves. From these it derives, for every count combination of a signature at onc
 (numpy), bounds that the request-level engine can never beat on the *same finite request
 set*:
 
-* **Memory fit.** The engine's own constructors (``BatchingSim``, ``GlitchesSim``) are
-  run on one device of each entry: if they raise ``CapacityError``, so would every
-  simulation using that entry.
+* **Memory fit.** Each policy runs the engine's own constructors on one device of each
+  entry (its ``screen_fit``): if they raise ``CapacityError``, so would every simulation
+  using that entry.
 * **Per-request latency floors.** A request's TTFT is at least its batch-1 prefill on the
   fastest prefill device of the configuration and its TPOT at least its batch-1 decode
   step time on the fastest decode device (prefill and decode costs are monotone in batch
@@ -41,6 +41,13 @@ Every bound is *optimistic for feasibility*: whatever the screen rules out, the 
 would find infeasible too (``tests/core/planner`` checks this against exhaustive engine
 runs). Floating-point slack (:data:`SLACK`) is applied in the optimistic direction.
 
+This module holds the generic code: request costs per device entry (:class:`CostCache`),
+the late-request work bound (:func:`late_by_capacity`), the bounds of units that serve whole
+requests (``homogeneous``, ``gpu-only``) and the count-level verdict. What is specific to a
+policy — its memory fit and the floors of its schedule — is the policy's own
+(``screen_fit`` / ``screen_bounds`` on its class, in its package), spoken in the vocabulary
+of :mod:`simulations.core.screening`; nothing here knows a policy by name.
+
 For reporting and ordering only (never for pruning), a steady-state utilisation estimate
 (mean work per second over the devices' capacity) is computed too.
 """
@@ -49,189 +56,101 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from simulations.core.devices import build_device_model
 from simulations.core.devices.base import DeviceModel
-from simulations.core.devices.gpu import GpuModel
-from simulations.core.devices.h2m2.board import H2M2Hardware
-from simulations.core.devices.h2m2.shapes import LayerShapes
-from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.core import Unit, build_units
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.policies import get_policy
-from simulations.core.policies.glitches import (
-    GlitchesPolicy,
+from simulations.core.screening import (
+    REASON_CODE,
+    REASON_TEXT,
+    REASONS,
+    SLACK,
+    Bounds,
+    CostTable,
+    GroupScreen,
+    LateCheck,
+    Requests,
+    SharedVerdict,
+    SignatureLike,
+    WorkFn,
+    allowed_late,
 )
-from simulations.core.policies.h2m2 import H2M2Policy
-from simulations.core.policies.h2m2.mapping import MULTI_HBM_DEVICES
-from simulations.core.policies.neo.costs import StageCosts
-from simulations.core.policies.neo.policy import NeoBasePolicy, engine_memory_utilization
-from simulations.core.policies.neo.tp import TensorParallelGpu, shard_model
-from simulations.core.spec import DevicePlacement, SystemSpec
+from simulations.core.spec import DevicePlacement, DeviceSpec, ModelSpec, RuntimeProfile
 
 from .space import Config, Group, Signature
-from .spec import PlanSpec, policy_traits
-
-#: Relative slack applied to every bound in the optimistic direction (float rounding).
-SLACK = 1e-6
-
-#: Why the screen ruled a configuration out (index 0: it did not).
-REASONS = (
-    "",
-    "invalid",
-    "memory",
-    "ttft_alone",
-    "tpot_alone",
-    "ttft_queue",
-    "decode_queue",
-    "throughput",
-)
-REASON_TEXT = {
-    "invalid": "not a valid system for its policy",
-    "memory": "does not fit device memory (weights, or the longest request's KV cache)",
-    "ttft_alone": "misses the TTFT target even without queueing (prefill time alone)",
-    "tpot_alone": "misses the TPOT target even without queueing (decode step time alone)",
-    "ttft_queue": "too little prefill capacity: too many requests must wait past the TTFT "
-    "target (finite-horizon work bound)",
-    "decode_queue": "too little decode capacity: the work of the requests that must meet "
-    "both latency targets exceeds the devices' time (finite-horizon work bound)",
-    "throughput": "cannot reach the minimum throughput",
-}
-_CODE = {name: i for i, name in enumerate(REASONS)}
+from .spec import PlanSpec, Targets, policy_traits
 
 #: Most dyadic levels of windows the queueing bound tries.
 MAX_LEVELS = 9
 
 
-def allowed_late(n: int, q: float) -> int:
-    """Most values above a target that still let numpy's linear ``q``-th percentile of
-    ``n`` values stay at or below it: more than this many puts the order statistic the
-    percentile starts from above the target. (One more may still pass, by interpolation;
-    the screen stays optimistic.)"""
-    if n <= 0:
-        return 0
-    h = (n - 1) * q / 100.0
-    return n - math.floor(h - 1e-9) - 1
-
-
-# --- per-request costs -----------------------------------------------------------------------
-
-
-@dataclass
-class CostTable:
-    """Service times and energies of every request on one device entry.
-
-    Arrays are over the plan's requests: ``prefill_s`` batch-1 prefill seconds,
-    ``decode_s`` batch-1 decode seconds of the ``o - 1`` decode steps (host round trip
-    included where the policies add it), ``prefill_j``/``decode_j`` their joules;
-    ``prefill_compute_s`` the compute-only floor of a request's share of a packed prefill
-    (its FLOPs at the achieved compute rate); ``decode_kv_s`` plus ``steps × weights_s / B``
-    the memory-traffic floor of its share of batched decode steps with at most ``B``
-    sequences (GPUs; zero where no such floor is modelled). A phase the device model
-    refuses (its memory check) costs +inf: the engine raises whenever it runs it there.
-    """
-
-    prefill_s: np.ndarray
-    decode_s: np.ndarray
-    prefill_j: np.ndarray
-    decode_j: np.ndarray
-    prefill_compute_s: np.ndarray
-    decode_kv_s: np.ndarray
-    weights_s: float
-    idle_w: float
-    floor_w: float
-
-    def decode_memory_s(self, steps: np.ndarray, max_batch: int) -> np.ndarray:
-        """Floor of each request's share of batched decode time (≤ ``max_batch`` per step)."""
-        return self.decode_kv_s + steps * (self.weights_s / max_batch)
-
-    @property
-    def finite(self) -> bool:
-        """Whether the device model accepts every request's prefill and decode."""
-        return bool(np.all(np.isfinite(self.prefill_s)) and np.all(np.isfinite(self.decode_s)))
-
-
-@dataclass
-class Requests:
-    """The plan's requests as arrays (lengths after context clipping)."""
-
-    a: np.ndarray
-    p: np.ndarray
-    o: np.ndarray
-    multi: np.ndarray
-    tokens: int
-
-    @classmethod
-    def of(cls, rs: RequestSet) -> Requests:
-        """Arrays of a drawn request set."""
-        p = np.asarray(rs.input_tokens, dtype=np.int64)
-        o = np.asarray(rs.output_tokens, dtype=np.int64)
-        return cls(np.asarray(rs.arrival_s, dtype=np.float64), p, o, o > 1, int(o.sum()))
-
-    @property
-    def n(self) -> int:
-        """Number of requests."""
-        return len(self.a)
-
-    @property
-    def steps(self) -> np.ndarray:
-        """Decode steps of each request (``o - 1``), as floats."""
-        return (self.o - 1).astype(np.float64)
-
-
 class CostCache:
     """Cost tables and memory-fit verdicts, shared by every screen of one plan (they depend
-    on the request lengths only, not on arrivals)."""
+    on the request lengths only, not on arrivals). It is the :class:`~simulations.core.
+    screening.FitContext` a policy's ``screen_fit`` sees."""
 
     def __init__(self, plan: PlanSpec, requests: RequestSet) -> None:
         self.plan = plan
         self.requests = requests
         self.req = Requests.of(requests)
-        self._tables: dict[tuple[int, int | None, int | None], CostTable] = {}
-        self._stages: dict[tuple[Any, ...], tuple[StageCosts, int]] = {}
-        self._fits: dict[tuple[Any, ...], str | None] = {}
+        self._tables: dict[tuple[Any, ...], CostTable] = {}
+        self._fits: dict[tuple[Any, ...], tuple[str | None, Any]] = {}
         self.seconds = 0.0
 
-    def unit(self, entry: int, prefetch: int | None, tp: int | None = None) -> Unit:
+    @property
+    def model(self) -> ModelSpec:
+        """The plan's model."""
+        return self.plan.model
+
+    def device(self, entry: int) -> tuple[DeviceSpec, RuntimeProfile]:
+        """The device and runtime of device entry ``entry``."""
+        choice = self.plan.devices[entry]
+        return choice.device, choice.runtime
+
+    def unit(self, entry: int, settings: Mapping[str, Any] | None = None) -> Unit:
         """One engine unit of ``entry`` built as the policies build it (the device model's
-        settings, e.g. an FPGA's prefetch ratio, and its host sampling per decode step;
-        with ``tp``, the ``gpu-only`` policy's tensor-parallel group of ``tp`` GPUs);
+        ``settings``, e.g. an FPGA's prefetch ratio, and its host sampling per decode step);
         CapacityError when the weights do not fit."""
         choice = self.plan.devices[entry]
         model = self.plan.model
-        if tp is not None:
-            inner = build_device_model(choice.device, choice.runtime)
-            if not isinstance(inner, GpuModel):
-                raise SpecError("devices", "a tensor-parallel group needs the GPU model")
-            shard_model(model, tp)  # SpecError when the heads do not divide
-            dm: DeviceModel = inner if tp == 1 else TensorParallelGpu(inner, tp)
-            return Unit(0, 0, choice.device, choice.runtime, "gpu", dm, model, timeline_cap=0)
         placement = DevicePlacement(choice.device, 1, choice.runtime, "")
-        settings = {} if prefetch is None else {"prefetch_ratio": prefetch}
 
         def factory(device: Any, runtime: Any) -> DeviceModel:
-            return build_device_model(device, runtime).with_settings(settings)
+            return build_device_model(device, runtime).with_settings(settings or {})
 
         def overhead(p: DevicePlacement, dm: DeviceModel) -> float:
             return dm.host_sampling_s(model)
 
         return build_units([placement], model, factory, step_overhead_s=overhead, timeline_cap=0)[0]
 
-    def table(self, entry: int, prefetch: int | None, tp: int | None = None) -> CostTable:
-        """Costs of every request on ``entry`` (``prefetch``: FPGA prefetch ratio; ``tp``:
-        a tensor-parallel group of that many GPUs as one unit)."""
-        key = (entry, self._setting_key(entry, prefetch), tp)
+    def table(self, entry: int, settings: Mapping[str, Any] | None = None) -> CostTable:
+        """Costs of every request on one unit of ``entry`` with ``settings`` applied (tables
+        are shared by the settings the device model does not read)."""
+        choice = self.plan.devices[entry]
+        dm = build_device_model(choice.device, choice.runtime)
+        read = {s.name for s in dm.settings}
+        key = (
+            "entry",
+            entry,
+            tuple(sorted((k, v) for k, v in (settings or {}).items() if k in read)),
+        )
+        return self.table_of(key, lambda: self.unit(entry, settings))
+
+    def table_of(self, key: tuple[Any, ...], make_unit: Callable[[], Unit]) -> CostTable:
+        """Costs of every request on the unit ``make_unit`` builds (once per ``key``): a
+        policy's own unit, e.g. ``gpu-only``'s tensor-parallel group."""
         hit = self._tables.get(key)
         if hit is not None:
             return hit
         t0 = time.perf_counter()
-        unit = self.unit(entry, prefetch, tp)
+        unit = make_unit()
         r = self.req
         lens, inverse = np.unique(r.p, return_inverse=True)
         pre = np.full((len(lens), 3), np.inf)
@@ -274,29 +193,9 @@ class CostCache:
         self.seconds += time.perf_counter() - t0
         return table
 
-    def _setting_key(self, entry: int, prefetch: int | None) -> int | None:
-        """The prefetch ratio as far as ``entry``'s device model reads it (tables of models
-        that declare no such setting are shared)."""
-        choice = self.plan.devices[entry]
-        dm = build_device_model(choice.device, choice.runtime)
-        return prefetch if any(s.name == "prefetch_ratio" for s in dm.settings) else None
-
-    def fit(self, sig: Signature, tp: int | None = None) -> str | None:
-        """Why the engine's constructors reject this signature (None if they accept it);
-        ``tp``: the GPU count of a tensor-parallel policy."""
-        key = (sig.policy, sig.options, sig.roles, tp)
-        if key not in self._fits:
-            self._fits[key] = self._fit(sig, tp)
-        return self._fits[key]
-
-    def stages(self, sig: Signature, tp: int) -> tuple[StageCosts, int]:
-        """The exact stage costs of a Neo-style node and its ``max_batch`` (after
-        :meth:`fit` accepted it)."""
-        if self.fit(sig, tp) is not None:
-            raise SpecError("policy", "the node does not fit; it has no stage costs")
-        return self._stages[(sig.policy, sig.options, sig.roles, tp)]
-
-    def _placements(self, sig: Signature, tp: int | None) -> tuple[DevicePlacement, ...]:
+    def placements(self, sig: SignatureLike, tp: int | None = None) -> tuple[DevicePlacement, ...]:
+        """One placement per filled role of ``sig`` (count 1; ``tp`` for the policy's
+        tensor-parallel role)."""
         tp_role = policy_traits(sig.policy).tensor_parallel_role
         return tuple(
             DevicePlacement(
@@ -308,85 +207,33 @@ class CostCache:
             for role, e in sig.roles
         )
 
-    def h2m2_hardware(self, sig: Signature) -> tuple[H2M2Hardware, LayerShapes]:
-        """The H2M2 memory system of a signature as the policy builds it, and the layer
-        shapes at its runtime's precisions (chips do not enter the screen's bounds)."""
-        placements = self._placements(sig, None)
-        hw = H2M2Hardware.from_placements(placements)
-        return hw, LayerShapes.of(self.plan.model, placements[0].runtime)
+    def fit(self, sig: Signature, tp: int | None = None) -> str | None:
+        """Why the engine's constructors reject this signature (None if they accept it);
+        ``tp``: the GPU count of a tensor-parallel policy."""
+        return self._fit(sig, tp)[0]
 
-    def _h2m2_fit(self, sig: Signature, opts: dict[str, Any]) -> None:
-        """CapacityError when the weights alone exceed every memory the mapping may use
-        (both tiers, the ``hierarchical`` system's HBM caching the LPDDR included; §5.5's
-        8-HBM: eight HBM stacks): no mapping fits at any batch."""
-        hw, shapes = self.h2m2_hardware(sig)
-        weights = shapes.n_layers * shapes.weight_bytes_per_layer
-        if opts["mapping"] == "8-hbm":
-            room = hw.hbm.capacity_bytes * MULTI_HBM_DEVICES
-        else:
-            room = hw.hbm.capacity_bytes + hw.lpddr.capacity_bytes
-        if weights > room:
-            raise CapacityError(
-                "devices",
-                f"{weights / 1e9:.1f} GB of weights exceed the {room / 1e9:.1f} GB the "
-                f"{opts['mapping']} mapping can use",
-            )
+    def fitted(self, sig: Signature, tp: int | None = None) -> Any:
+        """What the policy's ``screen_fit`` returned for an accepted signature (the state its
+        ``screen_bounds`` needs, e.g. Neo's stage costs)."""
+        why, state = self._fit(sig, tp)
+        if why is not None:
+            raise SpecError("policy", "the configuration does not fit; it has no fitted state")
+        return state
 
-    def _fit(self, sig: Signature, tp: int | None) -> str | None:
-        opts = get_policy(sig.policy).resolve_options(dict(sig.options))
-        try:
-            if sig.policy in ("neo", "fastdecode+"):
-                assert tp is not None
-                policy = get_policy(sig.policy)()
-                assert isinstance(policy, NeoBasePolicy)
-                system = SystemSpec("fit", sig.policy, self._placements(sig, tp), opts)
-                sim = policy.build(system, self.plan.model, self.requests)
-                key = (sig.policy, sig.options, sig.roles, tp)
-                self._stages[key] = (sim.costs, int(opts["max_batch"]))
-            elif sig.policy == "gpu-only":
-                assert tp is not None
-                # The construction GpuOnlyPolicy.simulate runs before simulating.
-                entry = sig.roles[0][1]
-                unit = self.unit(entry, None, tp)
-                dm = unit.dm
-                inner = dm.inner if isinstance(dm, TensorParallelGpu) else dm
-                assert isinstance(inner, GpuModel)
-                shard = shard_model(self.plan.model, tp)
-                BatchingSim(
-                    self.requests,
-                    [unit],
-                    max_batch=int(opts["max_batch"]),
-                    block_size=int(opts["block_size"]),
-                    memory_utilization=engine_memory_utilization(inner, shard, opts),
-                    max_batched_tokens=int(opts["max_batched_tokens"]),
-                )
-            elif sig.policy == "h2m2":
-                self._h2m2_fit(sig, opts)
-            elif sig.policy == "homogeneous":
-                BatchingSim(
-                    self.requests,
-                    [self.unit(sig.roles[0][1], int(opts["prefetch_ratio"]))],
-                    max_batch=int(opts["max_batch"]),
-                    block_size=int(opts["block_size"]),
-                    memory_utilization=float(opts["memory_utilization"]),
-                    max_batched_tokens=int(opts["max_batched_tokens"]),
-                )
-            elif sig.policy == "glitches":
-                placements = tuple(
-                    DevicePlacement(
-                        self.plan.devices[e].device, 1, self.plan.devices[e].runtime, role
-                    )
-                    for role, e in sig.roles
-                )
-                system = SystemSpec("fit", "glitches", placements, opts)
-                GlitchesPolicy().build_sim(system, self.plan.model, self.requests)
-            else:  # pragma: no cover - parse_plan admits screened policies only
-                raise SpecError("policy", f"no screen for {sig.policy!r}")
-        except CapacityError as exc:
-            return f"memory: {exc.message}"
-        except SpecError as exc:
-            return f"invalid: {exc.field}: {exc.message}"
-        return None
+    def _fit(self, sig: Signature, tp: int | None) -> tuple[str | None, Any]:
+        key = (sig.policy, sig.options, sig.roles, tp)
+        hit = self._fits.get(key)
+        if hit is None:
+            cls = get_policy(sig.policy)
+            opts = cls.resolve_options(dict(sig.options))
+            try:
+                hit = (None, cls.screen_fit(self, sig, opts, tp))
+            except CapacityError as exc:
+                hit = (f"memory: {exc.message}", None)
+            except SpecError as exc:
+                hit = (f"invalid: {exc.field}: {exc.message}", None)
+            self._fits[key] = hit
+        return hit
 
 
 _NO_ROOM = "memory: a request's prefill or decode exceeds the device memory"
@@ -414,9 +261,6 @@ def _partitions(a: np.ndarray, horizon: float) -> list[np.ndarray]:
             half = span / k / 2
             out.append(np.concatenate(([lo], b[:-1] + half, [lo + span])))
     return out
-
-
-WorkFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def late_by_capacity(
@@ -468,146 +312,55 @@ def late_by_capacity(
     return best
 
 
-# --- results ---------------------------------------------------------------------------------
-
-
-@dataclass
-class GroupScreen:
-    """The screen's verdict on every configuration of a group.
-
-    ``reason`` indexes :data:`REASONS` (0: possibly feasible). Per configuration:
-    ``ttft_ms``/``tpot_ms`` floors of the first TTFT/TPOT target's percentile (``nan``
-    without one), ``throughput_ub`` (tokens/s), ``energy_lb`` (J per generated token),
-    ``late_lb`` (fewest requests missing the first TTFT target), ``utilisation`` (a
-    steady-state estimate of the busiest resource, for reporting only).
-    """
-
-    reason: np.ndarray
-    ttft_ms: np.ndarray
-    tpot_ms: np.ndarray
-    throughput_ub: np.ndarray
-    energy_lb: np.ndarray
-    late_lb: np.ndarray
-    utilisation: np.ndarray
-    detail: str = ""
-    #: Per-configuration details (when they differ within the group), else ``detail``.
-    details: tuple[str, ...] = ()
-
-    @classmethod
-    def concat(cls, parts: Sequence[GroupScreen]) -> GroupScreen:
-        """The verdicts of consecutive configurations, in order (details joined)."""
-        details = list(dict.fromkeys(p.detail for p in parts if p.detail))
-        return cls(
-            np.concatenate([p.reason for p in parts]),
-            np.concatenate([p.ttft_ms for p in parts]),
-            np.concatenate([p.tpot_ms for p in parts]),
-            np.concatenate([p.throughput_ub for p in parts]),
-            np.concatenate([p.energy_lb for p in parts]),
-            np.concatenate([p.late_lb for p in parts]),
-            np.concatenate([p.utilisation for p in parts]),
-            "; ".join(details),
-            tuple(
-                p.details[i] if p.details else p.detail for p in parts for i in range(len(p.reason))
-            ),
-        )
-
-    @classmethod
-    def rejected(cls, n: int, code: str, detail: str) -> GroupScreen:
-        """Every configuration ruled out for the same reason."""
-        nan = np.full(n, math.nan)
-        return cls(
-            np.full(n, _CODE[code], dtype=np.int64),
-            nan,
-            nan.copy(),
-            nan.copy(),
-            nan.copy(),
-            np.zeros(n, dtype=np.int64),
-            nan.copy(),
-            detail,
-        )
-
-    @property
-    def possible(self) -> np.ndarray:
-        """Mask of configurations the screen lets through."""
-        return self.reason == 0
-
-    def row(self, i: int) -> dict[str, Any]:
-        """The screen's figures for configuration ``i`` (JSON-friendly)."""
-
-        def num(x: Any) -> float | None:
-            v = float(x)
-            return v if math.isfinite(v) else None
-
-        code = REASONS[int(self.reason[i])]
-        out: dict[str, Any] = {
-            "verdict": code or "possible",
-            "ttft_floor_ms": num(self.ttft_ms[i]),
-            "tpot_floor_ms": num(self.tpot_ms[i]),
-            "throughput_ceiling_tok_s": num(self.throughput_ub[i]),
-            "energy_floor_j_per_token": num(self.energy_lb[i]),
-            "late_requests_floor": int(self.late_lb[i]),
-            "utilisation_estimate": num(self.utilisation[i]),
-        }
-        if code in ("memory", "invalid"):
-            out["detail"] = self.details[i] if self.details else self.detail
-        return out
-
-
-@dataclass(frozen=True)
-class _LateCheck:
-    """Infeasible when ``late[capacity] > allowed``; capacity is the sum of the count
-    columns ``cols`` (devices that can do the work)."""
-
-    reason: str
-    allowed: int
-    late: np.ndarray
-    cols: tuple[int, ...]
-
-
-@dataclass
-class _Bounds:
-    """What a policy's model hands to the count-level evaluation."""
-
-    ttft_req: np.ndarray  # per-request TTFT floor (s)
-    tpot_req: np.ndarray  # per-request TPOT floor (s), multi-token requests only
-    finish_req: np.ndarray  # per-request arrival-to-finish floor (s)
-    checks: list[_LateCheck] = field(default_factory=list)
-    # (total work in device-seconds, count columns that can do it): span ≥ work / devices
-    work: list[tuple[float, tuple[int, ...]]] = field(default_factory=list)
-    # Energy ≥ Σ_col counts × power[col] × span + excess (J)
-    power_w: tuple[float, ...] = ()
-    excess_j: float = 0.0
-
-
-def _static_batch_starts(a: np.ndarray, hold: np.ndarray, bmax: int) -> np.ndarray:
-    """A floor on when the static batch of each request starts, for an FCFS batcher taking
-    at most ``bmax`` arrived requests (``a`` sorted) into a batch that lasts at least
-    ``hold[k]`` for each request ``k`` it holds: ``B_i = max(a_i, B_{i-1}, max_{k ≤ i -
-    bmax} B_k + hold_k)`` (the requests ``k..i`` cannot share one batch)."""
-    n = len(a)
-    start = np.empty(n)
-    done = -math.inf  # latest B_k + hold_k over k ≤ i - bmax
-    prev = -math.inf
-    for i in range(n):
-        k = i - bmax
-        if k >= 0:
-            done = max(done, float(start[k] + hold[k]))
-        prev = max(float(a[i]), prev, done)
-        start[i] = prev
-    return start
+# --- the screen ------------------------------------------------------------------------------
 
 
 class Screen:
-    """The analytic screen of one plan on one request set (one load level)."""
+    """The analytic screen of one plan on one request set (one load level). It is the
+    :class:`~simulations.core.screening.BoundContext` a policy's ``screen_bounds`` sees."""
 
     def __init__(self, plan: PlanSpec, requests: RequestSet, cache: CostCache) -> None:
         self.plan = plan
         self.cache = cache
+        self.requests = requests
         self.req = Requests.of(requests)
         self._memo: dict[tuple[Any, ...], np.ndarray] = {}
+        self._policy = ""
         self.duration = float(self.req.a[-1] - self.req.a[0])
 
-    def _late(
+    # -- what a policy's bounds may use ------------------------------------------------
+
+    @property
+    def model(self) -> ModelSpec:
+        """The plan's model."""
+        return self.plan.model
+
+    @property
+    def targets(self) -> Targets:
+        """The plan's targets."""
+        return self.plan.targets
+
+    def device(self, entry: int) -> tuple[DeviceSpec, RuntimeProfile]:
+        """The device and runtime of device entry ``entry``."""
+        return self.cache.device(entry)
+
+    def unit(self, entry: int, settings: Mapping[str, Any] | None = None) -> Unit:
+        """See :meth:`CostCache.unit`."""
+        return self.cache.unit(entry, settings)
+
+    def placements(self, sig: SignatureLike, tp: int | None = None) -> tuple[DevicePlacement, ...]:
+        """See :meth:`CostCache.placements`."""
+        return self.cache.placements(sig, tp)
+
+    def table(self, entry: int, settings: Mapping[str, Any] | None = None) -> CostTable:
+        """See :meth:`CostCache.table`."""
+        return self.cache.table(entry, settings)
+
+    def table_of(self, key: tuple[Any, ...], make_unit: Callable[[], Unit]) -> CostTable:
+        """See :meth:`CostCache.table_of` (``key`` is the policy's own)."""
+        return self.cache.table_of(("policy", self._policy, *key), make_unit)
+
+    def late(
         self,
         memo_key: tuple[Any, ...],
         h: np.ndarray,
@@ -615,8 +368,10 @@ class Screen:
         candidate: np.ndarray,
         cmax: int,
     ) -> np.ndarray:
-        """Fewest late requests for each capacity (non-candidates are late anyway)."""
-        key = (*memo_key, cmax)
+        """Fewest late requests for each capacity ``0 .. cmax`` (non-candidates are late
+        anyway): :func:`late_by_capacity` over this load level's partitions, memoised per
+        policy under ``memo_key``."""
+        key = (self._policy, *memo_key, cmax)
         hit = self._memo.get(key)
         if hit is None:
             horizon = float(np.median(h[candidate])) if np.any(candidate) else 0.0
@@ -626,9 +381,9 @@ class Screen:
             self._memo[key] = hit
         return hit
 
-    def _both_checks(
+    def both_checks(
         self,
-        b: _Bounds,
+        b: Bounds,
         key: tuple[Any, ...],
         prefill_s: np.ndarray,
         per_step_s: np.ndarray,
@@ -639,12 +394,12 @@ class Screen:
         """Requests meeting a TTFT and a TPOT target finish by ``a + T + (o - 1) τ``: their
         ``work_s`` must fit the devices ``cols`` in time (late budget: both allowances)."""
         r = self.req
-        for q, ttft_ms in self.plan.targets.ttft():
+        for q, ttft_ms in self.targets.ttft():
             ttft_s = ttft_ms / 1e3
-            for q2, tpot_ms in self.plan.targets.tpot():
+            for q2, tpot_ms in self.targets.tpot():
                 tpot_s = tpot_ms / 1e3
                 cand = (prefill_s <= ttft_s * (1 + SLACK)) & (per_step_s <= tpot_s * (1 + SLACK))
-                late = self._late(
+                late = self.late(
                     (*key, ttft_s, tpot_s),
                     ttft_s + r.steps * tpot_s,
                     lambda idx, end: work_s[idx],
@@ -652,60 +407,44 @@ class Screen:
                     cmax,
                 )
                 allowed = allowed_late(r.n, q) + allowed_late(int(r.multi.sum()), q2)
-                b.checks.append(_LateCheck("decode_queue", allowed, late, cols))
+                b.checks.append(LateCheck("decode_queue", allowed, late, cols))
 
-    def _per_step(self, decode_s: np.ndarray) -> np.ndarray:
+    def per_step(self, decode_s: np.ndarray) -> np.ndarray:
+        """Each request's mean decode-step time (0 for single-token requests)."""
         steps = self.req.steps
         return np.divide(decode_s, steps, out=np.zeros(len(steps)), where=steps > 0)
 
-    # -- policies --------------------------------------------------------------------
-
-    def _homogeneous(self, sig: Signature, cmax: int) -> _Bounds | None:
-        """Every device serves whole requests (one entry, count column 0)."""
-        opts = get_policy("homogeneous").resolve_options(dict(sig.options))
-        entry = sig.roles[0][1]
-        t = self.cache.table(entry, int(opts["prefetch_ratio"]))
-        return self._whole_requests(t, int(opts["max_batch"]), (entry, sig.options), cmax)
-
-    def _gpu_only(self, sig: Signature, tp: int) -> _Bounds | None:
-        """``gpu-only``: the engine's continuous batching on one unit, the tensor-parallel
-        group of ``tp`` GPUs (one server: capacity column 0 is 1)."""
-        opts = get_policy("gpu-only").resolve_options(dict(sig.options))
-        entry = sig.role_entry("gpu")
-        assert entry is not None
-        t = self.cache.table(entry, None, tp)
-        return self._whole_requests(t, int(opts["max_batch"]), ("tp", entry, sig.options, tp), 1)
-
-    def _whole_requests(
+    def whole_requests(
         self, t: CostTable, max_batch: int, key: tuple[Any, ...], cmax: int
-    ) -> _Bounds | None:
-        """Units that each prefill and decode whole requests (the engine's batching)."""
+    ) -> Bounds | None:
+        """Bounds of units that each prefill and decode whole requests with the engine's
+        batching (count column 0, at most ``cmax`` units; None when a request does not fit)."""
         if not t.finite:
             return None
         r = self.req
-        per_step = self._per_step(t.decode_s)
-        b = _Bounds(
+        per_step = self.per_step(t.decode_s)
+        b = Bounds(
             ttft_req=t.prefill_s,
             tpot_req=per_step[r.multi],
             finish_req=t.prefill_s + t.decode_s,
         )
         if max_batch == 1:
             serve = t.prefill_s + t.decode_s
-            for q, ttft_ms in self.plan.targets.ttft():
+            for q, ttft_ms in self.targets.ttft():
                 ttft_s = ttft_ms / 1e3
 
                 def work(idx: np.ndarray, end: np.ndarray, ttft_s: float = ttft_s) -> np.ndarray:
                     # An on-time request starts by a + T − P and then holds its device.
                     return np.minimum(serve[idx], end - r.a[idx] - ttft_s + t.prefill_s[idx])
 
-                late = self._late(
+                late = self.late(
                     ("h1", *key, ttft_s),
                     np.full(r.n, ttft_s),
                     work,
                     t.prefill_s <= ttft_s * (1 + SLACK),
                     cmax,
                 )
-                b.checks.append(_LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
+                b.checks.append(LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
             b.work.append((float(serve.sum()), (0,)))
             # Energy = Σ devices idle × span + Σ phases (joules − idle × seconds), exactly;
             # batch-1 phases are each request's own prefill and decode steps.
@@ -715,144 +454,19 @@ class Screen:
             )
             return b
         work_s = t.prefill_compute_s + t.decode_memory_s(r.steps, max_batch)
-        for q, ttft_ms in self.plan.targets.ttft():
+        for q, ttft_ms in self.targets.ttft():
             ttft_s = ttft_ms / 1e3
-            late = self._late(
+            late = self.late(
                 ("hb", *key, ttft_s),
                 np.full(r.n, ttft_s),
                 lambda idx, end: t.prefill_compute_s[idx],
                 t.prefill_s <= ttft_s * (1 + SLACK),
                 cmax,
             )
-            b.checks.append(_LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
-        self._both_checks(b, ("hb", *key), t.prefill_s, per_step, work_s, (0,), cmax)
+            b.checks.append(LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
+        self.both_checks(b, ("hb", *key), t.prefill_s, per_step, work_s, (0,), cmax)
         b.work.append((float(work_s.sum()), (0,)))
         b.power_w = (t.floor_w,)
-        return b
-
-    def _glitches(self, sig: Signature, cmax: int) -> _Bounds | None:
-        """GPU prefill (count column 0), FPGA decode (column 1, optional)."""
-        opts = get_policy("glitches").resolve_options(dict(sig.options))
-        prefetch = int(opts["prefetch_ratio"])
-        g_entry = sig.role_entry("prefill")
-        f_entry = sig.role_entry("decode")
-        assert g_entry is not None
-        g = self.cache.table(g_entry, None)
-        f = self.cache.table(f_entry, prefetch) if f_entry is not None else None
-        gpu_decode = bool(opts["gpu_decode"]) or f is None
-        decoders = [x for x in (f, g if gpu_decode else None) if x is not None]
-        decode_min = np.min(np.stack([x.decode_s for x in decoders]), axis=0)
-        if not (np.all(np.isfinite(g.prefill_s)) and np.all(np.isfinite(decode_min))):
-            return None
-        r = self.req
-        per_step = self._per_step(decode_min)
-        b = _Bounds(
-            ttft_req=g.prefill_s,
-            tpot_req=per_step[r.multi],
-            finish_req=g.prefill_s + decode_min,
-        )
-        cols_all = (0, 1) if f is not None else (0,)
-        for q, ttft_ms in self.plan.targets.ttft():
-            ttft_s = ttft_ms / 1e3
-            late = self._late(
-                ("g", g_entry, ttft_s),
-                np.full(r.n, ttft_s),
-                lambda idx, end: g.prefill_s[idx],
-                g.prefill_s <= ttft_s * (1 + SLACK),
-                cmax,
-            )
-            b.checks.append(_LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
-        key = ("g", g_entry, f_entry, prefetch, gpu_decode)
-        work_s = g.prefill_s + decode_min
-        self._both_checks(b, (*key, "all"), g.prefill_s, per_step, work_s, cols_all, cmax)
-        if f is not None and not gpu_decode:
-            # Only the FPGAs decode: their time alone must hold the decodes.
-            per_f = self._per_step(f.decode_s)
-            self._both_checks(b, (*key, "fpga"), g.prefill_s, per_f, f.decode_s, (1,), cmax)
-        b.work.append((float(g.prefill_s.sum()), (0,)))
-        b.work.append((float(work_s.sum()), cols_all))
-        # Energy = Σ devices idle × span + Σ phases (joules − idle × seconds), exactly: each
-        # request is prefilled once on a GPU and decoded step by step on one device.
-        excess_d = np.min(
-            np.stack(
-                [
-                    np.where(np.isfinite(x.decode_s), x.decode_j - x.idle_w * x.decode_s, np.inf)
-                    for x in decoders
-                ]
-            ),
-            axis=0,
-        )
-        b.power_w = (g.idle_w,) + ((f.idle_w,) if f is not None else ())
-        b.excess_j = float(np.sum(g.prefill_j - g.idle_w * g.prefill_s + excess_d))
-        return b
-
-    def _neo(self, sig: Signature, tp: int) -> _Bounds:
-        """``neo`` and ``fastdecode+``: one node whose iterations run back to back (one
-        server: capacity column 0 is 1), each lasting at least its GPU linear stage.
-
-        From :class:`~simulations.core.policies.neo.sim.NeoSim`: an iteration lasts at least
-        ``L × (T_l0 + T_ga0)`` plus its pre/post-layer (two-batch: ``max{T_l0, T_ca1} +
-        max{T_l1 + T_ga0, T_ca0}`` per layer is at least that, and at least ``T_l + T_ca``
-        of the sub-batch holding a CPU decode). Stage times are monotone in tokens,
-        sequences and attended positions, so:
-
-        * a request's TTFT is at least the iteration holding its prompt alone,
-          ``L × (T_l(p) + T_pa(p)) + pre_post(p, 1)``;
-        * each of its decode tokens comes from a later iteration of at least
-          ``L × (T_l(1) + min(decode attention on GPU or CPU, a re-prefill's attention at
-          the prompt's length)) + pre_post(1, 1)``;
-        * work per iteration: its prompts' compute (the linear and prefill-attention
-          FLOPs at the GPU's achieved rate, additive over packed prompts) fits in it, and so
-          does a share ``1 / max_batch`` of the weight-streaming floor ``L × T_l(1) +
-          pre_post(1, 1)`` per decode token (at most ``max_batch`` requests are resident).
-          The two are separate bounds (each alone fits the iteration).
-        """
-        costs, max_batch = self.cache.stages(sig, tp)
-        r = self.req
-        n_layers = costs.n_layers
-        lens, inverse = np.unique(r.p, return_inverse=True)
-        pre = np.empty(len(lens))
-        step = np.empty(len(lens))
-        comp = np.empty(len(lens))
-        floor1 = n_layers * costs.linear_layer_s(1) + costs.pre_post_s(1, 1)
-        for k, x in enumerate(lens):
-            p = int(x)
-            pa = costs.prefill_attn_layer_s([p])
-            pre[k] = n_layers * (costs.linear_layer_s(p) + pa) + costs.pre_post_s(p, 1)
-            # FastDecode+ keeps no KV cache on the GPU: its decodes attend on the CPU.
-            attn = (
-                pa if sig.policy == "fastdecode+" else min(pa, costs.gpu_decode_attn_layer_s(1, p))
-            )
-            if costs.cpu is not None:
-                attn = min(attn, costs.cpu_attn_layer_s(1, p))
-            step[k] = floor1 + n_layers * attn
-            comp[k] = n_layers * costs.prompt_compute_layer_s(p)
-        prefill_s = pre[inverse]
-        per_step = np.where(r.multi, step[inverse], 0.0)
-        decode_s = per_step * r.steps
-        b = _Bounds(
-            ttft_req=prefill_s,
-            tpot_req=per_step[r.multi],
-            finish_req=prefill_s + decode_s,
-        )
-        compute_s = comp[inverse]
-        key = ("neo", sig.policy, sig.options, sig.roles, tp)
-        for q, ttft_ms in self.plan.targets.ttft():
-            ttft_s = ttft_ms / 1e3
-            late = self._late(
-                (*key, ttft_s),
-                np.full(r.n, ttft_s),
-                lambda idx, end: compute_s[idx],
-                prefill_s <= ttft_s * (1 + SLACK),
-                1,
-            )
-            b.checks.append(_LateCheck("ttft_queue", allowed_late(r.n, q), late, (0,)))
-        share_s = r.steps * (floor1 / max_batch)
-        self._both_checks(b, key, prefill_s, per_step, share_s, (0,), 1)
-        b.work.append((float(compute_s.sum()), (0,)))
-        b.work.append((float(share_s.sum()), (0,)))
-        gpu = costs.gpu
-        b.power_w = (tp * gpu.floor_power_w(),)
         return b
 
     def _util(self, work: float, capacity: np.ndarray) -> np.ndarray:
@@ -865,11 +479,10 @@ class Screen:
     def evaluate(self, group: Group) -> GroupScreen:
         """The verdict on every configuration of ``group``."""
         sig = group.signature
+        self._policy = sig.policy
         tp_role = policy_traits(sig.policy).tensor_parallel_role
         if tp_role is not None:
             return self._evaluate_tensor_parallel(group, tp_role)
-        if sig.policy == "h2m2":
-            return self._evaluate_h2m2(group)
         n_cfg = len(group)
         fit = self.cache.fit(sig)
         if fit is not None:
@@ -877,21 +490,22 @@ class Screen:
                 n_cfg, "memory" if fit.startswith("memory") else "invalid", fit
             )
         cmax = int(group.counts.sum(axis=1).max())
-        b: _Bounds | None
-        if sig.policy == "homogeneous":
-            b = self._homogeneous(sig, cmax)
-        elif sig.policy == "glitches":
-            b = self._glitches(sig, cmax)
-        else:  # pragma: no cover - parse_plan admits screened policies only
-            raise SpecError("policy", f"no screen for {sig.policy!r}")
+        b = self._bounds(sig, None, cmax)
         if b is None:
             return GroupScreen.rejected(n_cfg, "memory", _NO_ROOM)
+        if isinstance(b, SharedVerdict):
+            return GroupScreen.shared(n_cfg, b)
         return self._verdict(b, group.counts)
 
+    def _bounds(self, sig: Signature, tp: int | None, cmax: int) -> Bounds | SharedVerdict | None:
+        cls = get_policy(sig.policy)
+        opts = cls.resolve_options(dict(sig.options))
+        return cls.screen_bounds(self, sig, opts, self.cache.fitted(sig, tp), cmax, tp)
+
     def _evaluate_tensor_parallel(self, group: Group, tp_role: str) -> GroupScreen:
-        """Neo-style nodes: the count of the policy's tensor-parallel role (its GPUs) is the
-        tensor-parallel degree, which changes every per-request cost, so each configuration
-        is bounded on its own (one server each)."""
+        """Systems whose tensor-parallel role's count (its GPUs) is the tensor-parallel
+        degree of one server, which changes every per-request cost: each configuration is
+        bounded on its own (one server each, count column 0 is 1)."""
         sig = group.signature
         col = [r for r, _ in sig.roles].index(tp_role)
         parts = []
@@ -902,93 +516,16 @@ class Screen:
                 code = "memory" if fit.startswith("memory") else "invalid"
                 parts.append(GroupScreen.rejected(1, code, fit))
                 continue
-            b = self._gpu_only(sig, tp) if sig.policy == "gpu-only" else self._neo(sig, tp)
+            b = self._bounds(sig, tp, 1)
             if b is None:
                 parts.append(GroupScreen.rejected(1, "memory", _NO_ROOM))
+            elif isinstance(b, SharedVerdict):
+                parts.append(GroupScreen.shared(1, b))
             else:
                 parts.append(self._verdict(b, np.ones((1, 1), dtype=np.int64)))
         return GroupScreen.concat(parts)
 
-    def _evaluate_h2m2(self, group: Group) -> GroupScreen:
-        """``h2m2``: floors from the weights' streaming time, on the plan's request set.
-
-        The policy (:class:`~simulations.core.policies.h2m2.H2M2Policy`) serves the plan's
-        requests in static batches: when free it takes the arrived requests, FCFS, up to
-        ``max_batch``; a batch prefills, then decodes until its longest request ends. Every
-        decode iteration streams all weights, each kernel taking at least its bytes over its
-        side's bandwidth, so an iteration lasts at least ``τ = weights / (HBM + LPDDR
-        bandwidth)`` (8-HBM: eight HBM stacks), and a prefill at least ``π = weights / (HBM
-        + LPDDR bandwidth)`` (the prefill roofline's memory term). The prefill emits a
-        request's first token and each of its other ``o_k - 1`` takes an iteration, so a
-        batch holding request ``k`` lasts at least ``π + (o_k - 1) τ``. Hence:
-
-        * TPOT ≥ τ for every request with two tokens or more (others have no TPOT).
-        * Request ``i``'s batch starts no earlier than its arrival, than the batch of
-          ``i - 1`` (FCFS), nor than the end of the batch of any ``k ≤ i - max_batch``
-          (which holds fewer than ``i - k + 1`` requests, so is an earlier one): a start
-          floor ``B_i = max(a_i, B_{i-1}, max_{k ≤ i - max_batch} B_k + π + (o_k - 1) τ)``,
-          and TTFT_i ≥ ``B_i + π - a_i``.
-        * The span (first arrival to last finish) is at least every ``B_i + π + (o_i - 1) τ
-          - a_0``, and at least the boards' busy time, which all falls in it: at least
-          ``⌈n / max_batch⌉`` prefills and, a batch of ``s`` steps decoding at most
-          ``min(n, max_batch) s`` tokens, ``Σ(o_k - 1) / min(n, max_batch)`` steps.
-
-        Chips (the count) speed up compute only, so every count shares the verdict. Energy
-        (memory access only in this model) is bounded by 0.
-        """
-        sig = group.signature
-        n_cfg = len(group)
-        fit = self.cache.fit(sig)
-        if fit is not None:
-            return GroupScreen.rejected(
-                n_cfg, "memory" if fit.startswith("memory") else "invalid", fit
-            )
-        opts = H2M2Policy.resolve_options(dict(sig.options))
-        hw, shapes = self.cache.h2m2_hardware(sig)
-        weights = shapes.n_layers * shapes.weight_bytes_per_layer
-        both = hw.hbm.bw_bytes_per_s + hw.lpddr.bw_bytes_per_s
-        bw = hw.hbm.bw_bytes_per_s * MULTI_HBM_DEVICES if opts["mapping"] == "8-hbm" else both
-        tau = weights / bw
-        pre = weights / both
-        r = self.req
-        n = r.n
-        bmax = int(opts["max_batch"])
-        steps = r.o - 1  # the prefill emits the first token
-        start = _static_batch_starts(r.a, pre + steps * tau, bmax)
-        ttft_req = start + pre - r.a
-        span = float(np.max(start + pre + steps * tau) - r.a[0])
-        span = max(span, -(-n // bmax) * pre + float(steps.sum()) / min(n, bmax) * tau)
-        targets = self.plan.targets
-        reason = 0
-
-        def pct(values: np.ndarray, q: float) -> float:
-            return float(np.percentile(values, q)) * 1e3 * (1 - SLACK)
-
-        ttft_ms = tpot_ms = math.nan
-        for i, (q, limit) in enumerate(targets.ttft()):
-            v = pct(ttft_req, q)
-            ttft_ms = v if i == 0 else ttft_ms
-            if v > limit and not reason:
-                reason = _CODE["ttft_alone"]
-        for i, (_, limit) in enumerate(targets.tpot() if bool(np.any(steps > 0)) else ()):
-            v = tau * 1e3 * (1 - SLACK)
-            tpot_ms = v if i == 0 else tpot_ms
-            if v > limit and not reason:
-                reason = _CODE["tpot_alone"]
-        thr = r.tokens / (span * (1 - SLACK))
-        if targets.min_throughput_tok_s is not None and thr < targets.min_throughput_tok_s:
-            reason = reason or _CODE["throughput"]
-        return GroupScreen(
-            reason=np.full(n_cfg, reason, dtype=np.int64),
-            ttft_ms=np.full(n_cfg, ttft_ms),
-            tpot_ms=np.full(n_cfg, tpot_ms),
-            throughput_ub=np.full(n_cfg, thr),
-            energy_lb=np.zeros(n_cfg),
-            late_lb=np.zeros(n_cfg, dtype=np.int64),
-            utilisation=np.full(n_cfg, math.nan),
-        )
-
-    def _verdict(self, b: _Bounds, counts: np.ndarray) -> GroupScreen:
+    def _verdict(self, b: Bounds, counts: np.ndarray) -> GroupScreen:
         """Every configuration's verdict from the policy's bounds; ``counts`` are the
         configurations' servers per count column of the bounds."""
         n_cfg = len(counts)
@@ -997,7 +534,7 @@ class Screen:
         reason = np.zeros(n_cfg, dtype=np.int64)
 
         def mark(mask: np.ndarray | bool, name: str) -> None:
-            reason[(reason == 0) & mask] = _CODE[name]
+            reason[(reason == 0) & mask] = REASON_CODE[name]
 
         def pct(values: np.ndarray, q: float) -> float:
             if not values.size:

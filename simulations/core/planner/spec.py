@@ -51,7 +51,7 @@ from typing import Any
 from simulations.core.catalog import Catalog
 from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
 from simulations.core.policies import get_policy
-from simulations.core.policies.base import RoleSpec
+from simulations.core.policies.base import RoleSpec, screened_policies
 from simulations.core.scenario import TraceLoader, parse_head, trace_names
 from simulations.core.spec import (
     DeviceKind,
@@ -129,16 +129,6 @@ _SEARCH_KEYS = (
     "load_tolerance",
     "pareto_tolerance",
 )
-
-#: Policies the planner can screen. The screen needs an analytic model of the policy (see
-#: :mod:`.screen`); others are refused with :data:`UNSCREENED_WHY`.
-SCREENED_POLICIES = ("fastdecode+", "glitches", "gpu-only", "h2m2", "homogeneous", "neo")
-
-#: Why a registered policy is not searchable (shown in the error at its path).
-UNSCREENED_WHY = {
-    "heterollm": "it partitions work inside one phone SoC; a SoC is not something bought by "
-    "the count, so there is no capacity to search",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -627,12 +617,11 @@ def _policy_entries(
         except UnknownPolicyError as exc:
             errs.add(key_path(p, "policy"), str(exc))
             continue
-        if name not in SCREENED_POLICIES:
-            why = UNSCREENED_WHY.get(name, "the planner has no analytic screen for it yet")
+        if not cls.screenable():
             errs.add(
                 key_path(p, "policy"),
-                f"policy {name!r} cannot be searched: {why} "
-                f"(searchable: {', '.join(SCREENED_POLICIES)})",
+                f"policy {name!r} cannot be searched: {cls.unscreened_why} "
+                f"(searchable: {', '.join(screened_policies())})",
             )
             continue
         before = len(errs.by_path)
@@ -664,14 +653,10 @@ def _policy_entries(
                 except Exception as exc:  # SpecError from OptionSpec.validate
                     errs.add(getattr(exc, "field", f"{op}[{j}]"), getattr(exc, "message", str(exc)))
             uniq = tuple(dict.fromkeys(checked))
-            if name == "h2m2" and key == "mapping" and "8-hbm" in uniq:
-                # §5.5's 8-HBM is eight HBM devices, not the listed board: priced as the
-                # board it would look far cheaper than it is.
-                errs.add(
-                    f"{op}[{uniq.index('8-hbm')}]",
-                    "8-hbm models eight HBM devices, not the board listed in space.devices; "
-                    "a plan cannot price it",
-                )
+            refused = [(j, cls.unsearchable_option(str(key), v)) for j, v in enumerate(uniq)]
+            refused = [(j, why) for j, why in refused if why is not None]
+            if refused:
+                errs.add(f"{op}[{refused[0][0]}]", str(refused[0][1]))
                 continue
             options.append((str(key), uniq))
         allowed = list(range(len(devices)))
@@ -802,7 +787,6 @@ __all__ = [
     "MAX_CONFIGS",
     "MAX_PLAN_REQUESTS",
     "MAX_PRICE_USD",
-    "SCREENED_POLICIES",
     "Constraints",
     "DeviceChoice",
     "PlanSpec",

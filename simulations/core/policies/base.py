@@ -15,9 +15,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from simulations.core.engine.core import ProgressFn as ProgressFn  # re-exported
-from simulations.core.errors import UnknownPolicyError
+from simulations.core.errors import SpecError, UnknownPolicyError
 from simulations.core.options import OptionSpec as OptionSpec  # re-exported
 from simulations.core.options import resolve
+from simulations.core.screening import (
+    BoundContext,
+    Bounds,
+    FitContext,
+    SharedVerdict,
+    SignatureLike,
+)
 from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
 
 
@@ -84,6 +91,54 @@ class Policy(ABC):
             "options": [o.as_schema() for o in cls.options],
         }
 
+    # --- the capacity planner's screen (simulations.core.planner.screen) ---------------------
+
+    #: Why the capacity planner cannot search this policy, shown at the plan's path when a
+    #: policy without a screen is listed (policies with a screen leave it empty).
+    unscreened_why: ClassVar[str] = "the planner has no analytic screen for it yet"
+
+    @classmethod
+    def screenable(cls) -> bool:
+        """Whether the capacity planner can search this policy: it implements the screen's
+        two methods (:meth:`screen_fit` and :meth:`screen_bounds`)."""
+        own = cls.__mro__[: cls.__mro__.index(Policy)]
+        return all(any(m in vars(k) for k in own) for m in ("screen_fit", "screen_bounds"))
+
+    @classmethod
+    def screen_fit(
+        cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
+    ) -> Any:
+        """Raise CapacityError (or SpecError) exactly when the engine's constructors would
+        reject every system of ``sig`` (one device per role, ``tp`` devices in the
+        tensor-parallel role), by running them on ``ctx``'s model and request lengths with
+        the resolved ``options``; return what :meth:`screen_bounds` needs from that
+        construction (or None)."""
+        raise SpecError("policy", f"no screen for {cls.name!r}")
+
+    @classmethod
+    def screen_bounds(
+        cls,
+        ctx: BoundContext,
+        sig: SignatureLike,
+        options: dict[str, Any],
+        fitted: Any,
+        cmax: int,
+        tp: int | None,
+    ) -> Bounds | SharedVerdict | None:
+        """The bounds the engine can never beat on ``ctx``'s request set for systems of
+        ``sig`` with up to ``cmax`` devices in all (one server when ``tp`` is given):
+        :class:`~simulations.core.screening.Bounds` for the generic count-level verdict, a
+        :class:`~simulations.core.screening.SharedVerdict` when the counts change nothing,
+        or None when a request cannot run at all. ``fitted`` is :meth:`screen_fit`'s
+        result. Every bound must be optimistic for feasibility."""
+        raise SpecError("policy", f"no screen for {cls.name!r}")
+
+    @classmethod
+    def unsearchable_option(cls, name: str, value: Any) -> str | None:
+        """Why a plan cannot try ``value`` for option ``name`` (None: it can); e.g. a value
+        that models other hardware than the devices the plan prices."""
+        return None
+
     @abstractmethod
     def run(
         self,
@@ -139,3 +194,8 @@ def get_policy(name: str) -> type[Policy]:
 def policy_names() -> list[str]:
     """Names of every registered policy, sorted."""
     return sorted(_REGISTRY)
+
+
+def screened_policies() -> list[str]:
+    """Names of the registered policies the capacity planner can search, sorted."""
+    return sorted(name for name, cls in _REGISTRY.items() if cls.screenable())

@@ -22,7 +22,7 @@ from simulations.core.catalog import builtin_catalog
 from simulations.core.devices import build_device_model
 from simulations.core.engine.requests import generate_requests
 from simulations.core.metrics import system_result
-from simulations.core.policies.glitches import (
+from simulations.core.policies.glitches.policy import (
     GlitchesPolicy,
     _pipeline_end,
     kv_transfer_seconds,

@@ -12,7 +12,7 @@ from simulations.core.engine.core import DECODE, PREFILL, SimOutput
 from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.errors import SpecError
 from simulations.core.policies import get_policy
-from simulations.core.policies.glitches import (
+from simulations.core.policies.glitches.policy import (
     GlitchesPolicy,
     GlitchesSim,
     _pipeline_end,

@@ -3,9 +3,12 @@
 The registered policy ``h2m2`` runs a system of H2M2 boards (catalog devices of kind
 ``memory-accel`` with an HBM and an LPDDR tier) under one of the paper's mappings or
 baselines, chosen by the ``mapping`` option, so one scenario can compare them side by side.
-Modules: :mod:`.hardware` (Tables 1, 4), :mod:`.kernels` (layer shapes), :mod:`.evaluate`
-(cost of every mapping), :mod:`.mapping` (Algorithm 1, Oracle, FlexGen LP, majors, systems),
-:mod:`.memory` (§4.2), :mod:`.dynamic` (§5.3), :mod:`.energy` (§5.5).
+The boards themselves — the chips, the two memory sides (Tables 1, 2, 4), the layer shapes,
+the time of every head-aware mapping and the board's own greedy mapping (Algorithm 1) — are
+the ``memory-accel`` device family (:mod:`simulations.core.devices.h2m2`). Modules here:
+:mod:`.mapping` (the paper's other mappings and systems: Oracle, FlexGen LP, majors,
+baselines), :mod:`.memory` (§4.2), :mod:`.dynamic` (§5.3), :mod:`.energy` (§5.5),
+:mod:`.screen` (the capacity planner's bounds).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.errors import SpecError
 from simulations.core.metrics import request_latencies
 from simulations.core.policies.base import OptionSpec, Policy, ProgressFn, RoleSpec, register
+from simulations.core.screening import BoundContext, FitContext, SharedVerdict, SignatureLike
 from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
 
+from . import screen
 from .energy import memory_energy_j
 from .mapping import SYSTEMS, flexgen_lp_mapping, run_system
 
@@ -194,6 +199,38 @@ class H2M2Policy(Policy):
         ),
         OptionSpec("max_batch", int, 32, "requests decoded together (the paper's batch)", 1, 4096),
     )
+
+    @classmethod
+    def screen_fit(
+        cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
+    ) -> tuple[H2M2Hardware, LayerShapes]:
+        """See :func:`.screen.fit`."""
+        return screen.fit(ctx, sig, options)
+
+    @classmethod
+    def screen_bounds(
+        cls,
+        ctx: BoundContext,
+        sig: SignatureLike,
+        options: dict[str, Any],
+        fitted: Any,
+        cmax: int,
+        tp: int | None,
+    ) -> SharedVerdict:
+        """See :func:`.screen.bounds`."""
+        hw, shapes = fitted
+        return screen.bounds(ctx, options, hw, shapes)
+
+    @classmethod
+    def unsearchable_option(cls, name: str, value: Any) -> str | None:
+        """§5.5's 8-HBM is eight HBM devices, not the listed board: priced as the board it
+        would look far cheaper than it is."""
+        if name == "mapping" and value == "8-hbm":
+            return (
+                "8-hbm models eight HBM devices, not the board listed in space.devices; "
+                "a plan cannot price it"
+            )
+        return None
 
     def run(
         self,

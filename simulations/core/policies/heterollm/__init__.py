@@ -154,6 +154,10 @@ class HeteroLLMPolicy(Policy):
     summary: ClassVar[str] = (
         "HeteroLLM: phone SoC GPU + NPU with layer- and tensor-level partitioning"
     )
+    unscreened_why: ClassVar[str] = (
+        "it partitions work inside one phone SoC; a SoC is not something bought by the "
+        "count, so there is no capacity to search"
+    )
     roles: ClassVar[tuple[RoleSpec, ...]] = (
         RoleSpec("gpu", "the SoC's GPU (e.g. adreno-750)", kinds=("gpu",)),
         RoleSpec("npu", "the SoC's NPU (e.g. hexagon-npu), same parent SoC", kinds=("npu",)),

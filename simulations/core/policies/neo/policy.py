@@ -18,6 +18,7 @@ from simulations.core.errors import CapacityError, SpecError
 from simulations.core.graph import prefill_graph
 from simulations.core.policies.base import OptionSpec, RoleSpec, register
 from simulations.core.policies.simulated import EnginePolicy
+from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
     DevicePlacement,
     ModelSpec,
@@ -26,6 +27,7 @@ from simulations.core.spec import (
     WorkloadSpec,
 )
 
+from . import screen
 from .costs import ProfileTable, StageCosts
 from .scheduler import FASTDECODE, GPU_ONLY, NEO
 from .sim import NeoSim
@@ -239,6 +241,35 @@ class NeoBasePolicy(EnginePolicy):
     def _mode(self, opts: dict[str, Any]) -> str:
         return self.mode
 
+    @classmethod
+    def screen_fit(
+        cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
+    ) -> tuple[StageCosts, int]:
+        """Build the node's simulator (its constructor sizes and checks both caches); the
+        bounds need its exact stage costs and ``max_batch``."""
+        assert tp is not None
+        system = SystemSpec("fit", cls.name, ctx.placements(sig, tp), options)
+        sim = cls().build(system, ctx.model, ctx.requests)
+        return sim.costs, int(options["max_batch"])
+
+    @classmethod
+    def screen_bounds(
+        cls,
+        ctx: BoundContext,
+        sig: SignatureLike,
+        options: dict[str, Any],
+        fitted: Any,
+        cmax: int,
+        tp: int | None,
+    ) -> Bounds:
+        """See :func:`.screen.neo_bounds`; FastDecode+ keeps no KV cache on the GPU, so its
+        decodes never attend there."""
+        assert tp is not None
+        costs, max_batch = fitted
+        return screen.neo_bounds(
+            ctx, sig, costs, max_batch, tp, gpu_decode_attention=cls.mode != FASTDECODE
+        )
+
     def build(self, system: SystemSpec, model: ModelSpec, requests: RequestSet) -> NeoSim:
         """The simulator of ``system`` for ``requests`` (not yet run)."""
         opts = self.resolve_options(system.options)
@@ -448,6 +479,41 @@ class GpuOnlyPolicy(EnginePolicy):
     tensor_parallel_role: ClassVar[str | None] = GPU_ROLE.name
     host_roles: ClassVar[frozenset[str]] = frozenset({"cpu"})
     single_node: ClassVar[bool] = True
+
+    @classmethod
+    def screen_fit(
+        cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
+    ) -> None:
+        """The construction :meth:`simulate` runs before simulating, on the group of ``tp``
+        GPUs."""
+        assert tp is not None
+        unit = screen.tp_unit(ctx, sig.roles[0][1], tp)
+        dm = unit.dm
+        inner = dm.inner if isinstance(dm, TensorParallelGpu) else dm
+        assert isinstance(inner, GpuModel)
+        shard = shard_model(ctx.model, tp)
+        BatchingSim(
+            ctx.requests,
+            [unit],
+            max_batch=int(options["max_batch"]),
+            block_size=int(options["block_size"]),
+            memory_utilization=engine_memory_utilization(inner, shard, options),
+            max_batched_tokens=int(options["max_batched_tokens"]),
+        )
+
+    @classmethod
+    def screen_bounds(
+        cls,
+        ctx: BoundContext,
+        sig: SignatureLike,
+        options: dict[str, Any],
+        fitted: Any,
+        cmax: int,
+        tp: int | None,
+    ) -> Bounds | None:
+        """See :func:`.screen.gpu_only_bounds`."""
+        assert tp is not None
+        return screen.gpu_only_bounds(ctx, sig, options, tp)
 
     def simulate(
         self,

@@ -1,4 +1,4 @@
-"""GLITCHES: GPU prefill, FPGA decode, KV cache streamed over PCIe (papers/glitches.md §III).
+"""GLITCHES: GPU prefill, FPGA decode, KV cache streamed over PCIe (GLITCHES §III).
 
 See :class:`GlitchesPolicy` for the behaviour and every assumption; :class:`GlitchesSim` is
 the event-level scheduler, :func:`kv_transfer_seconds` the Fig. 8 transfer model.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from simulations.core.engine.core import (
 )
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
+from simulations.core.policies.base import OptionSpec, RoleSpec, register
+from simulations.core.policies.simulated import EnginePolicy
+from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
     DeviceKind,
     DevicePlacement,
@@ -35,8 +38,7 @@ from simulations.core.spec import (
     SystemSpec,
 )
 
-from .base import OptionSpec, RoleSpec, register
-from .simulated import EnginePolicy
+from . import screen
 
 RECEIVING = "receiving"
 
@@ -518,6 +520,27 @@ class GlitchesPolicy(EnginePolicy):
             "let an idle GPU decode when every FPGA is busy and no prefill waits (§III-C)",
         ),
     )
+
+    @classmethod
+    def screen_fit(
+        cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
+    ) -> None:
+        """Build the scheduler on one device per role: its constructor checks every memory."""
+        system = SystemSpec("fit", cls.name, ctx.placements(sig), options)
+        cls().build_sim(system, ctx.model, ctx.requests)
+
+    @classmethod
+    def screen_bounds(
+        cls,
+        ctx: BoundContext,
+        sig: SignatureLike,
+        options: dict[str, Any],
+        fitted: Any,
+        cmax: int,
+        tp: int | None,
+    ) -> Bounds | None:
+        """See :mod:`.screen`."""
+        return screen.bounds(ctx, sig, options, cmax)
 
     def build_sim(
         self,

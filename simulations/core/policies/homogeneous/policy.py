@@ -11,15 +11,15 @@ from simulations.core.devices.base import DeviceModel
 from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.core import ProgressFn, SimOutput, build_units
 from simulations.core.engine.requests import RequestSet
+from simulations.core.policies.base import OptionSpec, RoleSpec, register
+from simulations.core.policies.simulated import EnginePolicy
+from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
     DeviceSpec,
     ModelSpec,
     RuntimeProfile,
     SystemSpec,
 )
-
-from .base import OptionSpec, RoleSpec, register
-from .simulated import EnginePolicy
 
 
 @register
@@ -103,6 +103,36 @@ class HomogeneousPolicy(EnginePolicy):
             maximum=64,
         ),
     )
+
+    @classmethod
+    def screen_fit(
+        cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
+    ) -> None:
+        """Build the engine's batching on one device (its constructor checks the memory)."""
+        BatchingSim(
+            ctx.requests,
+            [ctx.unit(sig.roles[0][1], {"prefetch_ratio": int(options["prefetch_ratio"])})],
+            max_batch=int(options["max_batch"]),
+            block_size=int(options["block_size"]),
+            memory_utilization=float(options["memory_utilization"]),
+            max_batched_tokens=int(options["max_batched_tokens"]),
+        )
+
+    @classmethod
+    def screen_bounds(
+        cls,
+        ctx: BoundContext,
+        sig: SignatureLike,
+        options: dict[str, Any],
+        fitted: Any,
+        cmax: int,
+        tp: int | None,
+    ) -> Bounds | None:
+        """Every device serves whole requests (one entry, count column 0): the screen's
+        bounds of units that serve whole requests."""
+        entry = sig.roles[0][1]
+        t = ctx.table(entry, {"prefetch_ratio": int(options["prefetch_ratio"])})
+        return ctx.whole_requests(t, int(options["max_batch"]), (entry, sig.options), cmax)
 
     def simulate(
         self,
