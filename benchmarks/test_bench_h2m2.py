@@ -6,12 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulations.core.catalog import builtin_catalog
 from simulations.core.devices.h2m2.board import H2M2Hardware
 from simulations.core.devices.h2m2.greedy import greedy_mapping
 from simulations.core.devices.h2m2.shapes import LayerShapes, Point
 from simulations.core.devices.h2m2.timing import MappingTables
 from simulations.core.policies.h2m2.mapping import oracle_mapping
-from simulations.core.policies.h2m2.models import paper_model
+from simulations.core.spec import ModelSpec
+
+
+def paper_model(slug: str) -> ModelSpec:
+    """A model of the H2M2 evaluation, from the built-in catalog."""
+    return builtin_catalog().model(slug)
+
 
 SHAPES = LayerShapes.of(paper_model("gpt3-175b"))
 HW = H2M2Hardware.table1()

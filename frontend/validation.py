@@ -18,17 +18,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from frontend.models import ValidationReport
+from simulations.core.policies import papers
 from simulations.core.reproduce.base import PAPERS
 
 logger = logging.getLogger(__name__)
 
-#: Papers with their display names and what the page says about each.
-PAPER_TITLES = {
-    "glitches": "GLITCHES — GPU prefill, FPGA decode",
-    "neo": "Neo — GPU with host-CPU attention offload",
-    "heterollm": "HeteroLLM — phone SoC GPU + NPU",
-    "h2m2": "H2M2 — asymmetric HBM + LPDDR memory",
-}
+#: Papers with their display names (from the core's paper registry).
+PAPER_TITLES = {p.name: p.title for p in papers()}
 #: A computation that has not finished after this long is taken for lost (worker died).
 STALE_AFTER = timedelta(minutes=30)
 

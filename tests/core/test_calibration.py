@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulations.core.calibration import fpga_flightllm, gpu_fp16, gpu_vllm
 from simulations.core.calibration.common import compare_with_catalog, round_sig
+from simulations.core.policies.glitches.calibration import fpga_flightllm, gpu_fp16, gpu_vllm
 
 
 def test_one_eager_profile_meets_five_percent_on_all_four_gpu_latencies() -> None:

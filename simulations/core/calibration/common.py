@@ -1,5 +1,5 @@
-"""Helpers shared by the calibration scripts: the GLITCHES workload, rounding, applying
-fitted values, the command line with ``--check``, tables."""
+"""Helpers shared by the calibration scripts: rounding, applying fitted values, the command
+line with ``--check``, tables."""
 
 from __future__ import annotations
 
@@ -10,13 +10,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from simulations.core.catalog import DATA_DIR, builtin_catalog
-from simulations.core.devices.base import DeviceModel
-from simulations.core.spec import ModelSpec, RuntimeProfile
-
-#: GLITCHES Table I workload: LLaMA2-7B, prefill 1536 tokens, then 512 decode steps.
-PROMPT_TOKENS = 1536
-DECODE_STEPS = 512
+from simulations.core.catalog import DATA_DIR
+from simulations.core.spec import RuntimeProfile
 
 
 def round_sig(x: float, digits: int = 4) -> float:
@@ -24,25 +19,6 @@ def round_sig(x: float, digits: int = 4) -> float:
     if x == 0 or not math.isfinite(x):
         return x
     return round(x, digits - 1 - math.floor(math.log10(abs(x))))
-
-
-def llama2_7b() -> ModelSpec:
-    """The model GLITCHES measures."""
-    return builtin_catalog().model("llama2-7b")
-
-
-def decode_average(dm: DeviceModel, model: ModelSpec) -> tuple[float, float, float, float]:
-    """Mean (seconds, joules, FLOPs, bytes) per decode step over the 512 GLITCHES steps
-    (cached context 1536 … 2047 tokens before each step)."""
-    s = j = f = b = 0.0
-    for i in range(DECODE_STEPS):
-        c = dm.decode_step(model, 1, PROMPT_TOKENS + i)
-        s += c.seconds
-        j += c.joules
-        f += c.flops
-        b += c.bytes
-    n = DECODE_STEPS
-    return s / n, j / n, f / n, b / n
 
 
 def with_fitted(

@@ -63,9 +63,6 @@ FPGA_PARAMS: Mapping[str, str] = {
     "power_w": "board power of the running design (W)",
 }
 
-#: Prefetch ratios GLITCHES Fig. 9 sweeps.
-FIG9_RATIOS = (1, 2, 4, 8, 16)
-
 
 @dataclass(frozen=True, slots=True)
 class _Design:

@@ -101,7 +101,7 @@ class GpuModel(DeviceModel):
     *Power.* The device draws ``power_compute_frac``, ``power_memory_frac`` or
     ``power_wait_frac`` of its TDP while it executes compute-bound kernels, memory-bound
     kernels or waits for the host; energy is the time-weighted sum. The fractions are fitted
-    per stack (``simulations.core.calibration.gpu_fp16``).
+    per stack (GLITCHES' calibration, ``policies/glitches/calibration/gpu_fp16.py``).
 
     *Memory.* Weights plus the KV cache of every resident token plus the largest operator's
     activations must fit the device's primary memory, else CapacityError.

@@ -76,8 +76,8 @@ the array starts (a fitted runtime parameter; HeteroLLM gives no figure).
 into several (§4.1.1). Preparing a
 graph online costs time growing with the tensors' size (Fig. 9, §5.2.2).
 
-``compute_eff``, ``stall_per_depth`` (α) and ``launch_us`` are fitted by
-:mod:`simulations.core.calibration.npu_w4a16` (the first two jointly on four
+``compute_eff``, ``stall_per_depth`` (α) and ``launch_us`` are fitted by HeteroLLM's
+calibration (``policies/heterollm/calibration/npu_w4a16.py``; the first two jointly on four
 single-operator observations of §1/§3.2/§4.1.1, the third on the §5.3 decode speed-ups).
 
 Whole-model phases (:meth:`NpuModel.prefill`, :meth:`NpuModel.decode_step`) run every GEMM

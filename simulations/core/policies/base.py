@@ -1,8 +1,11 @@
-"""Policy registry: one module per paper's scheduler, looked up by name.
+"""The registry of policies and papers: one package per paper, looked up by name.
 
 A policy declares the device roles and options it accepts (with defaults and help text the
-API and the pages can render) and runs one system of a scenario through the engine,
-returning that system's entry of the result document (DESIGN.md §4).
+API and the pages can render), runs one system of a scenario through the engine, returning
+that system's entry of the result document, and tells the capacity planner how to screen its
+systems. A paper (:class:`Paper`) is the package that holds its policies, its planner screen,
+its reproduction and its calibration; registering it is what lists it in ``reproduce``, the
+validation page and the API (see ``docs/architecture.md``).
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -199,3 +204,57 @@ def policy_names() -> list[str]:
 def screened_policies() -> list[str]:
     """Names of the registered policies the capacity planner can search, sorted."""
     return sorted(name for name, cls in _REGISTRY.items() if cls.screenable())
+
+
+# --- papers ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Paper:
+    """A paper whose systems a policy package implements and reproduces.
+
+    ``name`` is the paper's key (``reproduce NAME``, target ids ``NAME.<figure>.<what>``),
+    ``title`` what the pages show, ``package`` the policy package. By convention the package
+    holds ``targets.toml`` (the published figures, see :mod:`simulations.core.reproduce`)
+    and a ``reproduction`` module (or package) whose runners model them.
+    """
+
+    name: str
+    title: str
+    package: str
+
+    @property
+    def reproduction(self) -> str:
+        """The module that registers the paper's runners."""
+        return f"{self.package}.reproduction"
+
+    @property
+    def targets_file(self) -> Path:
+        """The paper's targets data file."""
+        return Path(str(resources.files(self.package).joinpath("targets.toml")))
+
+
+_PAPERS: dict[str, Paper] = {}
+
+
+def register_paper(name: str, title: str, package: str) -> Paper:
+    """Add a paper to the registry (papers are listed in registration order, which
+    ``simulations.core.policies`` fixes by the order it imports its packages)."""
+    paper = Paper(name, title, package)
+    if _PAPERS.get(name, paper) != paper:
+        raise ValueError(f"paper {name!r} registered twice")
+    _PAPERS[name] = paper
+    return paper
+
+
+def papers() -> tuple[Paper, ...]:
+    """Every registered paper, in registration order."""
+    return tuple(_PAPERS.values())
+
+
+def get_paper(name: str) -> Paper:
+    """The paper registered as ``name``; KeyError naming the known ones otherwise."""
+    try:
+        return _PAPERS[name]
+    except KeyError:
+        raise KeyError(f"unknown paper {name!r}; choose from {', '.join(_PAPERS)}") from None

@@ -1,15 +1,17 @@
-"""Reproductions of the four papers' figures (see :mod:`.base`)."""
+"""Reproductions of the papers' published figures (see :mod:`.base`): the framework here,
+each paper's targets and runners in its policy package."""
 
-import importlib
-import pkgutil
+from .base import PAPERS, BoundCheck, Check, check, reproduce, runner
+from .targets import PaperTargets, Target, load_targets
 
-from .base import PAPERS, Check, reproduce, runner
-
-__all__ = ["PAPERS", "Check", "load_all", "reproduce", "runner"]
-
-
-def load_all() -> None:
-    """Import every runner module in this package so their runners are registered."""
-    for info in pkgutil.iter_modules(__path__):
-        if info.name not in ("base", "targets"):
-            importlib.import_module(f"{__name__}.{info.name}")
+__all__ = [
+    "PAPERS",
+    "BoundCheck",
+    "Check",
+    "PaperTargets",
+    "Target",
+    "check",
+    "load_targets",
+    "reproduce",
+    "runner",
+]

@@ -1,21 +1,26 @@
 """Framework for reproducing the papers' published figures.
 
-A *target* (``targets.py`` beside this file) is a figure read from a paper with its
-tolerance. A *runner* is a function registered for a paper that models the experiment with
-the core and returns :class:`Check` rows pairing each simulated value with its target. The
-paper's value is only ever compared against; it never feeds the model.
+A *target* (:mod:`.targets`, read from the paper package's ``targets.toml``) is a figure
+read from a paper with its tolerance. A *runner* is a function of the paper package's
+``reproduction`` module, registered for the paper, that models the experiment with the core
+and returns :class:`Check` rows pairing each simulated value with its target. The paper's
+value is only ever compared against; it never feeds the model.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Self
 
-from .targets import Target
+from simulations.core.policies import get_paper, papers
 
-PAPERS = ("glitches", "neo", "heterollm", "h2m2")
+from .targets import Target, load_targets
+
+#: The registered papers, in their order (``reproduce all``, the validation page).
+PAPERS = tuple(p.name for p in papers())
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,37 +83,77 @@ class Check:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        """The check as DESIGN.md §6 prints it."""
+        """The check as ``reproduce --format json`` prints it."""
         d = asdict(self)
         d["rel_err"] = self.rel_err
         d["ok"] = self.ok
         return d
 
 
+@dataclass(frozen=True, slots=True)
+class BoundCheck(Check):
+    """A check against a published bound ("below 60 %", "never below by more than a few
+    %"): ok when the simulated value is at most (``upper``) or at least (``lower``) the
+    paper's value."""
+
+    bound: str = "upper"
+
+    @property
+    def ok(self) -> bool:
+        """Whether the simulated value respects the bound."""
+        if not math.isfinite(self.simulated):
+            return False
+        if self.bound == "upper":
+            return self.simulated <= self.paper_value + 1e-12
+        return self.simulated >= self.paper_value - 1e-12
+
+
 Runner = Callable[[], list[Check]]
-_RUNNERS: dict[str, list[Runner]] = {p: [] for p in PAPERS}
+_RUNNERS: dict[str, list[Runner]] = {}
 
 
 def runner(paper: str) -> Callable[[Runner], Runner]:
     """Decorator registering a function that returns checks for ``paper``."""
-    if paper not in _RUNNERS:
-        raise ValueError(f"unknown paper {paper!r}")
+    get_paper(paper)  # KeyError for an unregistered paper
 
     def deco(fn: Runner) -> Runner:
-        _RUNNERS[paper].append(fn)
+        _RUNNERS.setdefault(paper, []).append(fn)
         return fn
 
     return deco
 
 
-def reproduce(paper: str) -> dict[str, Any]:
-    """Run every registered runner for ``paper`` and return the DESIGN.md §6 document."""
-    from . import load_all
+def check(
+    paper: str,
+    tid: str,
+    simulated: float,
+    /,
+    *,
+    details: dict[str, Any] | None = None,
+    **values: Any,
+) -> Check:
+    """The check of target ``tid`` of ``paper``: ``simulated`` beside the published value
+    (a :class:`BoundCheck` when the target is a bound), its note the target's template
+    rendered with ``values``."""
+    targets = load_targets(paper)
+    t = targets[tid]
+    note = targets.note(tid, **values)
+    if t.bound:
+        return BoundCheck.of_target(t, float(simulated), note, dict(details or {}), bound=t.bound)
+    return Check.of_target(t, float(simulated), note, dict(details or {}))
 
-    load_all()
-    if paper not in _RUNNERS:
-        raise ValueError(f"unknown paper {paper!r}; choose from {', '.join(PAPERS)} or all")
+
+def reproduce(paper: str) -> dict[str, Any]:
+    """Run every registered runner for ``paper`` and return its document
+    ``{"paper": ..., "checks": [...]}``."""
+    try:
+        p = get_paper(paper)
+    except KeyError:
+        raise ValueError(
+            f"unknown paper {paper!r}; choose from {', '.join(PAPERS)} or all"
+        ) from None
+    importlib.import_module(p.reproduction)
     checks: list[Check] = []
-    for fn in _RUNNERS[paper]:
+    for fn in _RUNNERS.get(paper, []):
         checks.extend(fn())
     return {"paper": paper, "checks": [c.as_dict() for c in checks]}

@@ -133,7 +133,7 @@ def test_bad_gemv_input_is_named() -> None:
 
 
 def test_calibration_checks_hold() -> None:
-    from simulations.core.calibration.cpu_attention import check
+    from simulations.core.policies.neo.calibration.cpu_attention import check
 
     for row in check(CAT):
         assert abs(row.rel_err) < 0.01, row.id

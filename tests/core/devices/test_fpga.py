@@ -10,10 +10,13 @@ from hypothesis import strategies as st
 
 from simulations.core.catalog import builtin_catalog
 from simulations.core.devices import build_device_model
-from simulations.core.devices.fpga import FIG9_RATIOS, FpgaModel
+from simulations.core.devices.fpga import FpgaModel
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.graph import decode_graph, gemm_params
 from simulations.core.spec import DeviceSpec, MemoryTier, ModelSpec, RuntimeProfile
+
+#: The prefetch ratios GLITCHES Fig. 9 sweeps.
+FIG9_RATIOS = (1, 2, 4, 8, 16)
 
 CAT = builtin_catalog()
 U280: DeviceSpec = CAT.device("u280")

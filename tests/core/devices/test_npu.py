@@ -179,7 +179,7 @@ def test_graph_preparation_reproduces_its_calibration_points() -> None:
 
 
 def test_calibration_script_rederives_the_catalog_parameters() -> None:
-    from simulations.core.calibration.npu_w4a16 import calibrate
+    from simulations.core.policies.heterollm.calibration.npu_w4a16 import calibrate
 
     params, rows = calibrate(CAT)
     stored = {**QNN.params, "compute_eff": QNN.compute_eff}
@@ -192,7 +192,7 @@ def test_calibration_script_rederives_the_catalog_parameters() -> None:
 def test_calibration_leave_one_out_predicts_each_observation_within_a_factor_two() -> None:
     """The array fit (two values, four observations) and the launch fit (one value, three
     decode speed-ups) each predict the observation left out."""
-    from simulations.core.calibration.npu_w4a16 import calibrate
+    from simulations.core.policies.heterollm.calibration.npu_w4a16 import calibrate
 
     _, rows = calibrate(CAT)
     loo = [r for r in rows if r.role == "loo"]

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
+from simulations.core.catalog import builtin_catalog
 from simulations.core.devices.h2m2.board import H2M2Hardware
 from simulations.core.devices.h2m2.greedy import greedy_mapping, peak_times
 from simulations.core.devices.h2m2.shapes import LayerShapes, Point
@@ -23,8 +24,14 @@ from simulations.core.policies.h2m2.mapping import (
     sublayer_mapping,
 )
 from simulations.core.policies.h2m2.memory import AsymmetricMemory
-from simulations.core.policies.h2m2.models import paper_model
-from simulations.core.reproduce.h2m2 import CHINCHILLA, GPT3, LLAMA2
+from simulations.core.policies.h2m2.reproduction import CHINCHILLA, GPT3, LLAMA2
+from simulations.core.spec import FfnKind, ModelSpec
+
+
+def paper_model(slug: str) -> ModelSpec:
+    """A model of the H2M2 evaluation, from the built-in catalog."""
+    return builtin_catalog().model(slug)
+
 
 # every point the reproduction evaluates (Figs. 7, 8, 12, 13, 15 and Table 3), plus GPT3 B16
 STUDIES = {study.slug: (study.batch, study.seqs) for study in (GPT3, CHINCHILLA, LLAMA2)}
@@ -296,14 +303,22 @@ def test_it_rejects_an_unknown_system():
         run_system(shapes("gpt3-175b"), HW, Point(32, 512.0), "best-guess")
 
 
+#: The published shapes of the three models of the H2M2 evaluation (§5.1): (layers, hidden,
+#: heads, KV heads, head dim, FFN width, FFN kind). GPT-3: Brown et al. 2020, Table 2.1;
+#: Chinchilla: Hoffmann et al. 2022, Table 4; Llama 2 70B: Touvron et al. 2023 and its
+#: config.json (GQA with 8 KV heads, gated FFN).
+PUBLISHED_SHAPES = {
+    "gpt3-175b": (96, 12288, 96, 96, 128, 49152, FfnKind.PLAIN),
+    "chinchilla-70b": (80, 8192, 64, 64, 128, 32768, FfnKind.PLAIN),
+    "llama2-70b": (80, 8192, 64, 8, 128, 28672, FfnKind.GATED),
+}
+
+
 @pytest.mark.parametrize("slug", ["gpt3-175b", "chinchilla-70b", "llama2-70b"])
 def test_the_paper_models_have_the_published_shapes(slug: str):
-    from simulations.core.policies.h2m2.models import _FALLBACK
-
-    m, ref = paper_model(slug), _FALLBACK[slug]
+    m = paper_model(slug)
     fields = ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim", "ffn_size")
-    assert [getattr(m, f) for f in fields] == [getattr(ref, f) for f in fields]
-    assert m.ffn_kind == ref.ffn_kind
+    assert (*(getattr(m, f) for f in fields), m.ffn_kind) == PUBLISHED_SHAPES[slug]
     # INT8 decoder weights (§5.1): GPT3-175B ~174 GB, Chinchilla ~64 GB, Llama2 ~68 GB
     s = LayerShapes.of(m)
     expected = {"gpt3-175b": 174e9, "chinchilla-70b": 64.4e9, "llama2-70b": 68.5e9}[slug]

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
+from simulations.core.catalog import builtin_catalog
 from simulations.core.devices.h2m2.accel import AcceleratorConfig, Side
 from simulations.core.devices.h2m2.board import H2M2Hardware
 from simulations.core.devices.h2m2.shapes import LayerShapes, Point
@@ -22,7 +23,6 @@ from simulations.core.policies.h2m2.memory import (
     migration_bytes,
     simulate_lru,
 )
-from simulations.core.policies.h2m2.models import paper_model
 from simulations.core.spec import (
     ArrivalKind,
     ArrivalSpec,
@@ -35,11 +35,18 @@ from simulations.core.spec import (
     LinkSpec,
     MemoryKind,
     MemoryTier,
+    ModelSpec,
     RuntimeProfile,
     SloSpec,
     SystemSpec,
     WorkloadSpec,
 )
+
+
+def paper_model(slug: str) -> ModelSpec:
+    """A model of the H2M2 evaluation, from the built-in catalog."""
+    return builtin_catalog().model(slug)
+
 
 MB2 = PAGE_BYTES
 

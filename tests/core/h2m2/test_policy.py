@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from simulations.core.catalog import builtin_catalog
 from simulations.core.devices.h2m2.board import H2M2Hardware
 from simulations.core.devices.h2m2.shapes import LayerShapes, Point
 from simulations.core.engine.requests import RequestSet, generate_requests
@@ -12,18 +13,24 @@ from simulations.core.metrics import request_latencies
 from simulations.core.policies import get_policy
 from simulations.core.policies.h2m2 import prefill_s, serve_static_batches
 from simulations.core.policies.h2m2.mapping import run_system
-from simulations.core.policies.h2m2.models import paper_model
 from simulations.core.spec import (
     ArrivalKind,
     ArrivalSpec,
     DevicePlacement,
     LengthDist,
     LengthDistKind,
+    ModelSpec,
     SloSpec,
     SystemSpec,
     WorkloadSpec,
 )
 from tests.core.h2m2.test_memory_and_dynamic import _board, _runtime
+
+
+def paper_model(slug: str) -> ModelSpec:
+    """A model of the H2M2 evaluation, from the built-in catalog."""
+    return builtin_catalog().model(slug)
+
 
 MODEL = paper_model("llama2-70b")
 SHAPES = LayerShapes.of(MODEL, _runtime())

@@ -7,8 +7,10 @@ import math
 
 import pytest
 
-from simulations.core.reproduce import heterollm as runner_module
-from simulations.core.reproduce import reproduce
+from simulations.core.policies.heterollm import reproduction as runner_module
+from simulations.core.reproduce import load_targets, reproduce
+
+TARGETS = load_targets("heterollm")
 
 
 @pytest.fixture(scope="module")
@@ -19,15 +21,15 @@ def checks() -> dict[str, dict]:
 
 
 def test_every_paper_target_has_one_check(checks: dict[str, dict]) -> None:
-    assert set(checks) == {f"heterollm.{k}" for k in runner_module.PAPER_TARGETS}
+    assert set(checks) == set(TARGETS.targets)
     prefixes = {cid.split(".")[1] for cid in checks}
-    assert {"fig13", "fig14", "fig15", "fig16", "fig17", "fig19", "soc"} <= prefixes
+    assert {"fig13", "fig14", "fig15", "fig16", "fig17", "fig19", "text"} <= prefixes
 
 
 def test_checks_carry_the_paper_value_and_the_issue_tolerance(checks: dict[str, dict]) -> None:
     for cid, c in checks.items():
-        value, unit, _ = runner_module.PAPER_TARGETS[cid.removeprefix("heterollm.")]
-        assert c["paper_value"] == value and c["unit"] == unit
+        t = TARGETS[cid]
+        assert c["paper_value"] == t.value and c["unit"] == t.unit
         assert math.isfinite(c["simulated"]) and c["simulated"] > 0
         if not c.get("abs_tolerance"):
             assert c["tolerance"] == pytest.approx(0.15)
@@ -60,8 +62,8 @@ def test_the_ordering_of_the_papers_claims_holds(checks: dict[str, dict]) -> Non
             assert c["simulated"] >= 1.0
     assert checks["heterollm.fig13.tensor_over_layer_avg"]["simulated"] > 1.0
     assert checks["heterollm.fig16.llama8b_tensor_over_gpu"]["simulated"] > 1.0
-    gpu = checks["heterollm.soc.gpu_only_decode_gbps"]["simulated"]
-    both = checks["heterollm.soc.gpu_npu_decode_gbps"]["simulated"]
+    gpu = checks["heterollm.text.gpu_only_decode_gbps"]["simulated"]
+    both = checks["heterollm.text.gpu_npu_decode_gbps"]["simulated"]
     assert gpu < both < 68.0
 
 

@@ -1,4 +1,4 @@
-"""GLITCHES Table I/II and Fig. 9 reproduction (simulations.core.reproduce.glitches_devices)."""
+"""GLITCHES Table I/II and Fig. 9 reproduction (simulations.core.policies.glitches.reproduction)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import pytest
 
 from simulations.core.catalog import builtin_catalog
 from simulations.core.devices import build_device_model
+from simulations.core.policies.glitches.reproduction import fig9_prefetch, table1_table2
 from simulations.core.reproduce import Check
-from simulations.core.reproduce.glitches_devices import fig9_prefetch, table1_table2
-from simulations.core.reproduce.targets import TARGETS, for_paper
+from simulations.core.reproduce.targets import load_targets
+
+TARGETS = load_targets("glitches")
 
 DEVICE_FIGURES = ("glitches.table1.", "glitches.table2.", "glitches.text.", "glitches.fig9.")
 
@@ -21,7 +23,7 @@ def checks() -> dict[str, Check]:
 
 
 def test_every_table_and_fig9_figure_has_a_check() -> None:
-    wanted = {t.id for t in for_paper("glitches") if t.id.startswith(DEVICE_FIGURES)}
+    wanted = {tid for tid in TARGETS.targets if tid.startswith(DEVICE_FIGURES)}
     assert wanted == set(checks())
     assert len(wanted) == 68
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulations.core.reproduce import glitches_system as gs
-from simulations.core.reproduce.targets import target
+from simulations.core.policies.glitches import reproduction as gs
+from simulations.core.reproduce.targets import load_targets
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ FIG8 = [
 def test_it_reports_every_fig7_and_fig8_check_against_its_target(checks: dict) -> None:
     assert set(checks) == set(FIG7 + FIG8)
     for cid, c in checks.items():
-        t = target(cid)
+        t = load_targets("glitches")[cid]
         assert c["paper_value"] == t.value
         assert c["tolerance"] == t.tolerance
         assert c["note"]

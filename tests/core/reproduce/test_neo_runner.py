@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from simulations.core.policies.neo import reproduction as runner
 from simulations.core.policies.neo.policy import gpu_kv_pool
-from simulations.core.reproduce import base, load_all
-from simulations.core.reproduce import neo as runner
+from simulations.core.reproduce import BoundCheck, base
 
 
 def test_rate_at_latency_finds_where_a_rising_curve_crosses_the_level() -> None:
@@ -37,12 +37,12 @@ def test_rise_then_fall_needs_an_interior_peak_and_a_drop() -> None:
 
 
 def test_bound_checks_accept_values_on_the_right_side_only() -> None:
-    up = runner.BoundCheck("x", "q", "x", 0.6, 0.3, 0.1, bound="upper")
+    up = BoundCheck("x", "q", "x", 0.6, 0.3, 0.1, bound="upper")
     assert up.ok and up.as_dict()["ok"]
-    assert not runner.BoundCheck("x", "q", "x", 0.6, 0.7, 0.1, bound="upper").ok
-    assert runner.BoundCheck("x", "q", "x", 0.95, 0.97, 0.0, bound="lower").ok
-    assert not runner.BoundCheck("x", "q", "x", 0.95, 0.90, 0.0, bound="lower").ok
-    assert not runner.BoundCheck("x", "q", "x", 0.6, math.nan, 0.1).ok
+    assert not BoundCheck("x", "q", "x", 0.6, 0.7, 0.1, bound="upper").ok
+    assert BoundCheck("x", "q", "x", 0.95, 0.97, 0.0, bound="lower").ok
+    assert not BoundCheck("x", "q", "x", 0.95, 0.90, 0.0, bound="lower").ok
+    assert not BoundCheck("x", "q", "x", 0.6, math.nan, 0.1).ok
 
 
 def test_osc_stand_in_lengths_stay_in_their_ranges() -> None:
@@ -66,7 +66,6 @@ def test_offline_runs_hold_four_times_what_neo_can_buffer_within_bounds() -> Non
 
 
 def test_the_neo_runner_is_registered() -> None:
-    load_all()
     assert runner.neo_checks in base._RUNNERS["neo"]
 
 

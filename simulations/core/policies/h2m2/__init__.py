@@ -8,7 +8,8 @@ the time of every head-aware mapping and the board's own greedy mapping (Algorit
 the ``memory-accel`` device family (:mod:`simulations.core.devices.h2m2`). Modules here:
 :mod:`.mapping` (the paper's other mappings and systems: Oracle, FlexGen LP, majors,
 baselines), :mod:`.memory` (§4.2), :mod:`.dynamic` (§5.3), :mod:`.energy` (§5.5),
-:mod:`.screen` (the capacity planner's bounds).
+:mod:`.screen` (the capacity planner's bounds), :mod:`.reproduction` (Figs. 6–8, 12–19
+and Table 3 against ``targets.toml``).
 """
 
 from __future__ import annotations
@@ -23,13 +24,22 @@ from simulations.core.devices.h2m2.shapes import LayerShapes, Point
 from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.errors import SpecError
 from simulations.core.metrics import request_latencies
-from simulations.core.policies.base import OptionSpec, Policy, ProgressFn, RoleSpec, register
+from simulations.core.policies.base import (
+    OptionSpec,
+    Policy,
+    ProgressFn,
+    RoleSpec,
+    register,
+    register_paper,
+)
 from simulations.core.screening import BoundContext, FitContext, SharedVerdict, SignatureLike
 from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
 
 from . import screen
 from .energy import memory_energy_j
 from .mapping import SYSTEMS, flexgen_lp_mapping, run_system
+
+PAPER = register_paper("h2m2", "H2M2 — asymmetric HBM + LPDDR memory", __name__)
 
 #: iterations of one batch at which the iteration time is evaluated; between them it is
 #: interpolated linearly (the KV cache, and with it every cost, grows by one token a step)

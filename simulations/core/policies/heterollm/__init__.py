@@ -5,7 +5,10 @@ role ``npu``, components of the same SoC (same ``parent``, one shared memory) �
 of the paper's execution modes or baselines, chosen by ``mode``, so one scenario can compare
 them side by side. Modules: :mod:`.soc` (the SoC, the profiler in prediction mode and the
 shared-memory co-run), :mod:`.solver` (partition strategies §4.1 and the solver §4.3),
-:mod:`.plan` (modes, decider, synchronisation §4.2, energy §5.6).
+:mod:`.plan` (modes, decider, synchronisation §4.2, energy §5.6), :mod:`.reproduction`
+(Figs. 13–17 and 19 against ``targets.toml``), :mod:`.calibration` (the NPU stack fitted to
+the paper's single-operator figures and decode speed-ups). Not searchable by the capacity
+planner (see :attr:`HeteroLLMPolicy.unscreened_why`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from simulations.core.engine.core import ProgressFn, Unit
 from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.errors import SpecError
 from simulations.core.metrics import system_result
-from simulations.core.policies.base import OptionSpec, Policy, RoleSpec, register
+from simulations.core.policies.base import OptionSpec, Policy, RoleSpec, register, register_paper
 from simulations.core.spec import (
     DeviceKind,
     DeviceSpec,
@@ -34,6 +37,8 @@ from simulations.core.spec import (
 from .plan import MODES, STATIC_GRAPHS, Decider, PhaseRun, placement_table
 from .soc import HeteroSoc, corun_s
 from .solver import Gemm, Partition, PartitionSolver
+
+PAPER = register_paper("heterollm", "HeteroLLM — phone SoC GPU + NPU", __name__)
 
 __all__ = [
     "MODES",

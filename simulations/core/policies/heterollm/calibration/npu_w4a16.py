@@ -1,16 +1,16 @@
 """Calibration of the phone stacks of HeteroLLM: W4A16 on the Hexagon NPU (QNN) and the
 shared SoC memory, checked against the W4A16 GPU stack (PPL-OpenCL).
 
-Run ``.venv/bin/python -m simulations.core.calibration.npu_w4a16``; it re-derives the fitted
-values of the runtime profile ``w4a16-qnn-hexagon`` from published figures, prints every
-residual, the leave-one-out predictions and the catalog's stored values beside the
-re-derived ones.
+Run ``.venv/bin/python -m simulations.core.policies.heterollm.calibration.npu_w4a16``; it
+re-derives the fitted values of the runtime profile ``w4a16-qnn-hexagon`` from published
+figures, prints every residual, the leave-one-out predictions and the catalog's stored
+values beside the re-derived ones.
 
 **Fitted jointly** (``compute_eff`` and ``params.stall_per_depth``, the array mechanism of
-:mod:`..devices.npu`: efficiency ``M / (M + α·K)``). Two values minimising the squared log
-errors of four single-operator observations of HeteroLLM, all evaluated at ``K = 1024``
-tokens (the longest prepared graph shape, at which the paper reports its headline prefill;
-Fig. 5 does not state its ``K``):
+:mod:`simulations.core.devices.npu`: efficiency ``M / (M + α·K)``). Two values minimising
+the squared log errors of four single-operator observations of HeteroLLM, all evaluated at
+``K = 1024`` tokens (the longest prepared graph shape, at which the paper reports its
+headline prefill; Fig. 5 does not state its ``K``):
 
 1. best case: ``[14336, 4096] × [4096, K]`` reaches "up to 10 TFLOPS" (§1);
 2. order sensitivity: the reversed ``[K, 4096] × [4096, 14336]`` is about 6× slower

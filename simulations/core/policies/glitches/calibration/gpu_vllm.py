@@ -13,7 +13,8 @@ None of the four papers publishes an absolute vLLM latency or power that a fit c
 - fused attention (PagedAttention / FlashAttention), 10 kernels per layer (counted in
   ``data/runtimes/gpu.json``).
 
-Run ``python -m simulations.core.calibration.gpu_vllm`` (``--check`` compares with the file).
+Run ``python -m simulations.core.policies.glitches.calibration.gpu_vllm`` (``--check``
+compares with the file).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from simulations.core.calibration.common import calibration_main
+
 from . import gpu_fp16
-from .common import calibration_main
 
 SLUG = "vllm-fp16"
 FILENAME = "gpu.json"

@@ -1,4 +1,4 @@
-"""Reproduction of Neo (papers/neo.md) §5: Figs. 6, 8, 9 and 10a.
+"""Reproduction of Neo §5: Figs. 6, 8, 9 and 10a (targets and notes: ``targets.toml``).
 
 Every simulated figure comes from the ``neo``, ``fastdecode+`` and ``gpu-only`` policies
 (:mod:`simulations.core.policies.neo`) on catalog hardware: the GPU runs the ``vllm-fp16``
@@ -87,14 +87,14 @@ from simulations.core.catalog import builtin_catalog
 from simulations.core.engine.core import SimOutput
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError
-from simulations.core.policies.neo import FastDecodePlusPolicy, GpuOnlyPolicy, NeoPolicy
-from simulations.core.policies.neo.policy import NeoBasePolicy, activation_bytes
-from simulations.core.policies.neo.sim import NeoSim
+from simulations.core.reproduce import Check, check, load_targets, runner
 from simulations.core.spec import DevicePlacement, ModelSpec, SystemSpec
 from simulations.core.traces import AZURE_CODE, load_bundled_trace
 
-from .base import Check, runner
-from .targets import target
+from .policy import FastDecodePlusPolicy, GpuOnlyPolicy, NeoBasePolicy, NeoPolicy, activation_bytes
+from .sim import NeoSim
+
+PAPER = "neo"
 
 GPU_RUNTIME = "vllm-fp16"
 CPU_RUNTIME = "ispc-paged-attention-cpu"
@@ -195,24 +195,6 @@ VARIANTS: dict[str, tuple[type[NeoBasePolicy] | type[GpuOnlyPolicy], dict[str, A
     "gpu-only": (GpuOnlyPolicy, {}),
     "fastdecode+": (FastDecodePlusPolicy, {}),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class BoundCheck(Check):
-    """A check against a published bound ("below 60 %", "never below by more than a few
-    %"): ok when the simulated value is at most (``upper``) or at least (``lower``) the
-    paper's value."""
-
-    bound: str = "upper"
-
-    @property
-    def ok(self) -> bool:
-        """Whether the simulated value respects the bound."""
-        if not math.isfinite(self.simulated):
-            return False
-        if self.bound == "upper":
-            return self.simulated <= self.paper_value + 1e-12
-        return self.simulated >= self.paper_value - 1e-12
 
 
 # --- workloads -------------------------------------------------------------------------------
@@ -380,8 +362,8 @@ def _rises_then_falls(ratios: list[float]) -> bool:
 # --- checks ----------------------------------------------------------------------------------
 
 
-def _check(tid: str, simulated: float, note: str, details: dict[str, Any]) -> Check:
-    return Check.of_target(target(tid), float(simulated), note, details)
+def _check(tid: str, simulated: float, details: dict[str, Any], **words: Any) -> Check:
+    return check(PAPER, tid, simulated, details=details, **words)
 
 
 def _fig6_checks() -> list[Check]:
@@ -410,14 +392,13 @@ def _fig6_checks() -> list[Check]:
                 v: _latency_points(setting, v) for v in ("neo", "neo-gpu", "gpu-only")
             },
         }
-        note = (
-            f"Throughput at {s.latency_s:g} s mean per-token latency (Poisson rate at which "
-            "the curve crosses it; see module notes), Neo over GPU-only Neo with selective "
-            "batching (the stand-in for vLLM --enable-chunked-prefill); the SwiftLLM-like "
-            "gpu-only policy is in the details."
-        )
+        words: dict[str, Any] = {
+            "level": s.latency_s,
+            "load_pct": 100 * load,
+            "requests": cache["requests"],
+        }
         if setting == "t4":
-            paper = target(tid).value
+            paper = load_targets(PAPER).value(tid)
             implied = implied_gpu_cache_tokens(setting, kind, paper)
             rule = _kv_tokens_at(
                 setting, builtin_catalog().device(s.gpu).memory_capacity_bytes, 0.99
@@ -426,33 +407,17 @@ def _fig6_checks() -> list[Check]:
             details["paper_implied_baseline_gpu_cache_tokens"] = round(implied)
             details["gpu_kv_tokens_swiftllm_rule_0.99"] = round(rule)
             details["gpu_kv_tokens_driver_total_0.99"] = round(driver)
-            note += (
-                " Testbed as the authors' artifact configures it (module T4_CONFIG): "
-                f"{cache['tokens']:.0f}-token GPU cache for every system (54 blocks; Neo "
-                "keeps 52 after its staging layer), 832 tokens per iteration, "
-                f"{s.online_requests}-request runs. OSC stand-in: prompts 197–555, outputs "
-                "25–74 tokens, uniform (the ranges of the artifact's OSC sample). Mechanism "
-                "check: with Neo at most at the prefill ceiling "
-                f"({ceiling:.2f} req/s; at Neo's rate prefills take {100 * load:.0f} % of "
-                f"the GPU), a {paper:g}× gain puts the baseline at the decode capacity of a "
-                f"GPU cache of about {implied:.0f} tokens — the config's "
-                f"{cache['tokens']:.0f}. SwiftLLM's own 0.99 rule would give {rule:.0f} "
-                f"tokens ({driver:.0f} on the driver-visible 14.75 GiB), "
-                f"{rule / cache['tokens'] * cache['requests']:.0f} average requests instead "
-                f"of {cache['requests']:.1f}. Unstated by the paper itself: the block "
-                "count, the OSC lengths and the run length (all taken from the artifact)."
+            words.update(
+                tokens=cache["tokens"],
+                runs=s.online_requests,
+                ceiling=ceiling,
+                paper=paper,
+                implied=implied,
+                rule=rule,
+                driver=driver,
+                rule_requests=rule / cache["tokens"] * cache["requests"],
             )
-        else:
-            note += (
-                " The AC trace is prefill-dominated (median output 13 tokens): at Neo's "
-                f"rate prefills alone demand {100 * load:.0f} % of the GPU's time (the "
-                "500-request run ends before the queue explodes) and the decode "
-                f"batches fit the GPU cache ({cache['requests']:.0f} average requests), so "
-                "the model finds almost nothing to offload and Neo's occasional offloading "
-                "costs a little latency (§5.2 notes the same); the check passes on the "
-                "tolerance, not by reproducing the paper's mechanism."
-            )
-        checks.append(_check(tid, gain, note, details))
+        checks.append(_check(tid, gain, details, **words))
     # Fig. 8a: FastDecode+ against Neo on 2xH100 + AC.
     fd = fig6_rate("h100", "fastdecode+")
     neo = fig6_rate("h100", "neo")
@@ -460,7 +425,6 @@ def _fig6_checks() -> list[Check]:
         _check(
             "neo.fig8a.fastdecode_load",
             1.0 if fd < neo else 0.0,
-            "Rate at 2 s per-token latency: FastDecode+ below Neo (1 = holds).",
             {"fastdecode_rate_req_s": fd, "neo_rate_req_s": neo},
         )
     )
@@ -626,47 +590,34 @@ def _synthetic_checks() -> list[Check]:
                     best = (r, l_in, o)
                 if r < worst[0]:
                     worst = (r, f"{setting} in{l_in} out{o}")
-        note = (
-            f"Best Neo / GPU-only (SwiftLLM-like) offline throughput over inputs "
-            f"{', '.join(str(i) for i, _ in grid)} × outputs "
-            f"{', '.join(map(str, SYNTH_OUTPUTS))}"
-            + (
-                f" (up to {SETTINGS[setting].max_len} tokens per request)"
-                if SETTINGS[setting].max_len
-                else ""
-            )
-            + f"; peak at input {best[1]}, output {best[2]}."
-        )
+        limit = SETTINGS[setting].max_len
+        words = {
+            "inputs": ", ".join(str(i) for i, _ in grid),
+            "outputs": ", ".join(map(str, SYNTH_OUTPUTS)),
+            "limit": load_targets(PAPER).fragment("fig9_limit", max_len=limit) if limit else "",
+            "best_in": best[1],
+            "best_out": best[2],
+        }
         details: dict[str, Any] = {"relative_throughput": table}
         if setting == "t4":
             t4_cache = _gpu_cache(setting, "osc")["tokens"]
-            paper = target(tid).value
+            paper = load_targets(PAPER).value(tid)
             bound = t4_ceiling_ratios(paper)
             details["ceiling_over_baseline"] = bound["ratios"]
             details["host_bandwidth_factor_for_paper_value"] = round(bound["bandwidth_factor"], 3)
             host = builtin_catalog().device(SETTINGS[setting].cpu)
             at_best = bound["ratios"][f"in{best[1]}"][f"out{best[2]}"]
-            note += (
-                " T4 grid: inputs 100, 250, 500 (Fig. 9c's are unstated; the artifact's "
-                "832-token max_model_len excludes 1000/2000), outputs up to that length; "
-                f"GPU cache {t4_cache:.0f} tokens (the artifact's block count, see "
-                "neo.fig6.t4_llama2-7b_osc). Bound: Neo decodes at most the GPU cache's "
-                "requests once per weight-streaming pass plus what the host's bandwidth "
-                "reads at the mean context (decode_ceilings); over the measured baseline that "
-                f"ceiling is {bound['lowest']:.2f}–{bound['highest']:.2f}× on the grid and "
-                f"{at_best:.2f}× at the peak point, which the simulation reaches to "
-                f"{100 * best[0] / at_best:.0f} %. Unstated: the VM's achieved bandwidth "
-                f"(the catalog's {host.mem_bw_gbps:g} GB/s is its core share of the socket, as "
-                "§5.5's relations give the 8-core g5.4xlarge a quarter of the 32-core "
-                "g5.16xlarge; the CPU ceiling scales with it)."
+            words.update(
+                t4_cache=t4_cache,
+                lowest=bound["lowest"],
+                highest=bound["highest"],
+                at_best=at_best,
+                reached_pct=100 * best[0] / at_best,
+                host_bw=host.mem_bw_gbps,
             )
         elif setting == "h100":
-            note += (
-                " At input 2000 (Fig. 8b's input) the peak is "
-                f"{max(table['in2000'].values()):.3f}. Tensor-parallel all-reduces cost "
-                "nothing here (no NVLink figure in the catalog)."
-            )
-        checks.append(_check(tid, best[0], note, details))
+            words["peak_2000"] = max(table["in2000"].values())
+        checks.append(_check(tid, best[0], details, **words))
 
     # Fig. 10a: CPU sensitivity on A10G.
     peaks: dict[str, float] = {}
@@ -685,11 +636,10 @@ def _synthetic_checks() -> list[Check]:
             _check(
                 tid,
                 peaks[cpu],
-                f"Peak Neo / GPU-only over outputs {', '.join(map(str, SYNTH_OUTPUTS))} at "
-                f"input {FIG10_INPUT} on A10G + LLaMa-3.1-8B with the {cpu} host (its "
-                "catalog bandwidth follows §5.5's relations; CPU KV cache = half the "
-                "instance memory, proportional to cores as §5.5 sets it).",
                 {"relative_throughput": fig10[cpu]},
+                outputs=", ".join(map(str, SYNTH_OUTPUTS)),
+                input=FIG10_INPUT,
+                cpu=cpu,
             )
         )
     p = [peaks[c] for c in FIG10_CPUS]
@@ -699,8 +649,6 @@ def _synthetic_checks() -> list[Check]:
         _check(
             "neo.fig10.order",
             1.0 if ordered else 0.0,
-            "1 = peak gains grow with CPU bandwidth (g5.2xlarge within 2 % of, or below, "
-            "g5.4xlarge, which have nearly the same bandwidth).",
             {"peaks": {c: round(v, 4) for c, v in peaks.items()}},
         )
     )
@@ -709,14 +657,11 @@ def _synthetic_checks() -> list[Check]:
     fd = [_ratio("h100", "fastdecode+", 2000, o) for o in SYNTH_OUTPUTS]
     neo = [_ratio("h100", "neo", 2000, o) for o in SYNTH_OUTPUTS]
     checks.append(
-        BoundCheck.of_target(
-            target("neo.fig8.fastdecode_long_output"),
+        check(
+            PAPER,
+            "neo.fig8.fastdecode_long_output",
             fd[-1],
-            note=(
-                f"FastDecode+ / GPU-only at input 2000, output {SYNTH_OUTPUTS[-1]} on 2xH100 + "
-                "LLaMa-3.1-70B; the paper gives an upper bound ('less than 60 %'), so the "
-                "check passes at or below 0.60."
-            ),
+            out=SYNTH_OUTPUTS[-1],
             details={
                 "fastdecode_relative": {
                     f"out{o}": round(r, 4) for o, r in zip(SYNTH_OUTPUTS, fd, strict=True)
@@ -725,13 +670,12 @@ def _synthetic_checks() -> list[Check]:
                     f"out{o}": round(r, 4) for o, r in zip(SYNTH_OUTPUTS, neo, strict=True)
                 },
             },
-            bound="upper",
         )
     )
 
     # Shapes: rise then fall; never much below the baseline.
     good = {k: _rises_then_falls(v) for k, v in curves.items()}
-    t4_bound = t4_ceiling_ratios(target("neo.fig9.t4_max").value)
+    t4_bound = t4_ceiling_ratios(load_targets(PAPER).value("neo.fig9.t4_max"))
     t4_peaks_first = sum(
         1 for row in t4_bound["ratios"].values() if max(row.values()) == next(iter(row.values()))
     )
@@ -739,38 +683,24 @@ def _synthetic_checks() -> list[Check]:
         _check(
             "neo.fig9.rise_then_fall",
             sum(good.values()) / len(good),
-            "Fraction of output sweeps (Fig. 9 per input, Fig. 10a per CPU) whose gain "
-            "peaks after the shortest output and ends below its peak. Sweeps that do not: "
-            f"{', '.join(k for k, v in good.items() if not v) or 'none'}. A sweep still "
-            "rising at output 800 has its fall beyond the grid (the paper's output range is "
-            "unstated). The artifact's 832-token T4 limit leaves input 500 only outputs "
-            "50–200, where Neo's decode ceiling over the measured baseline "
-            "(decode_ceilings, neo.fig9.t4_max) itself falls from the shortest output ("
-            + ", ".join(f"{v:.2f}×" for v in t4_bound["ratios"]["in500"].values())
-            + "): the baseline's tokens/s rises as its prefill share shrinks while the "
-            "host's per-token cost grows with context, and the model's gain follows. "
-            f"T4 sweeps whose ceiling peaks at the shortest output: {t4_peaks_first} of "
-            f"{len(T4_INPUTS)}.",
             {
                 "curves": {k: [round(x, 4) for x in v] for k, v in curves.items()},
                 "holds": good,
                 "t4_ceiling_over_baseline": t4_bound["ratios"],
             },
+            failing=", ".join(k for k, v in good.items() if not v) or "none",
+            t4_in500=", ".join(f"{v:.2f}×" for v in t4_bound["ratios"]["in500"].values()),
+            t4_first=t4_peaks_first,
+            t4_inputs=len(T4_INPUTS),
         )
     )
     checks.append(
-        BoundCheck.of_target(
-            target("neo.fig9.worst_ratio"),
-            worst[0],
-            note=f"Lowest Neo / GPU-only over every synthetic point ({worst[1]}); lower bound.",
-            details={"at": worst[1]},
-            bound="lower",
-        )
+        check(PAPER, "neo.fig9.worst_ratio", worst[0], details={"at": worst[1]}, at=worst[1])
     )
     return checks
 
 
-@runner("neo")
+@runner(PAPER)
 def neo_checks() -> list[Check]:
     """Every Neo check (Figs. 6, 8, 9, 10a)."""
     return _fig6_checks() + _synthetic_checks()

@@ -22,8 +22,8 @@ Fitted (least squares over the four latency figures at once):
 ``power_w``: least squares of the two Table I powers (a single FPGA measurement: the power
 check is a calibration target, not an independent prediction).
 
-Run ``python -m simulations.core.calibration.fpga_flightllm`` (``--check`` compares with
-``data/runtimes/fpga.json``).
+Run ``python -m simulations.core.policies.glitches.calibration.fpga_flightllm``
+(``--check`` compares with ``data/runtimes/fpga.json``).
 """
 
 from __future__ import annotations
@@ -33,20 +33,18 @@ from collections.abc import Sequence
 
 from scipy.optimize import least_squares
 
-from simulations.core.catalog import builtin_catalog
-from simulations.core.devices.fpga import FpgaModel
-from simulations.core.reproduce.targets import target
-from simulations.core.spec import DeviceKind, RuntimeProfile
-
-from .common import (
-    PROMPT_TOKENS,
+from simulations.core.calibration.common import (
     calibration_main,
-    decode_average,
-    llama2_7b,
     round_sig,
     table,
     with_fitted,
 )
+from simulations.core.catalog import builtin_catalog
+from simulations.core.devices.fpga import FpgaModel
+from simulations.core.reproduce.targets import load_targets
+from simulations.core.spec import DeviceKind, RuntimeProfile
+
+from .table1 import PROMPT_TOKENS, decode_average, llama2_7b
 
 SLUG = "flightllm-w4a8"
 FILENAME = "fpga.json"
@@ -104,7 +102,7 @@ def predict(rt: RuntimeProfile) -> dict[str, float]:
 
 def measured() -> dict[str, float]:
     """The published U280 figures (seconds, watts, ratios)."""
-    t = lambda i: target(i).value  # noqa: E731
+    t = load_targets("glitches").value
     return {
         "prefill_s": t("glitches.table1.u280.prefill_ms") / 1e3,
         "decode_s": t("glitches.table1.u280.decode_ms") / 1e3,

@@ -1,6 +1,6 @@
 """Checks of the CPU attention stack (``ispc-paged-attention-cpu``) and the Neo host CPUs.
 
-Run ``.venv/bin/python -m simulations.core.calibration.cpu_attention``.
+Run ``.venv/bin/python -m simulations.core.policies.neo.calibration.cpu_attention``.
 
 Nothing of this stack is *fitted*: Neo publishes no CPU kernel timing, only system-level
 throughput gains (Figs. 6–10), which depend on the whole Neo schedule and belong to the Neo

@@ -24,8 +24,9 @@ Procedure
    cannot separate host overhead from weight streaming, so ``bw_eff`` is held at its
    physical bound 1.0 and ``compute_eff`` and ``kernel_launch_us`` are fitted.
 
-Run ``python -m simulations.core.calibration.gpu_fp16`` to print the fitted values (what
-``data/runtimes/gpu.json`` must hold) and the residuals; ``--check`` compares with the file.
+Run ``python -m simulations.core.policies.glitches.calibration.gpu_fp16`` to print the
+fitted values (what ``data/runtimes/gpu.json`` must hold) and the residuals; ``--check``
+compares with the file.
 """
 
 from __future__ import annotations
@@ -37,22 +38,19 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import least_squares
 
-from simulations.core.catalog import builtin_catalog
-from simulations.core.devices.gpu import GpuModel
-from simulations.core.graph import PhaseGraph, decode_graph, prefill_graph
-from simulations.core.reproduce.targets import target
-from simulations.core.spec import DeviceKind, DeviceSpec, RuntimeProfile
-
-from .common import (
-    DECODE_STEPS,
-    PROMPT_TOKENS,
+from simulations.core.calibration.common import (
     calibration_main,
-    decode_average,
-    llama2_7b,
     round_sig,
     table,
     with_fitted,
 )
+from simulations.core.catalog import builtin_catalog
+from simulations.core.devices.gpu import GpuModel
+from simulations.core.graph import PhaseGraph, decode_graph, prefill_graph
+from simulations.core.reproduce.targets import load_targets
+from simulations.core.spec import DeviceKind, DeviceSpec, RuntimeProfile
+
+from .table1 import DECODE_STEPS, PROMPT_TOKENS, decode_average, llama2_7b
 
 SLUG = "hf-eager-fp16"
 FILENAME = "gpu.json"
@@ -97,7 +95,8 @@ class Measured:
 def measured(slug: str) -> Measured:
     """Published measurements of GPU ``slug``."""
     key = DEVICES[slug]
-    t = lambda q: target(f"glitches.table1.{key}.{q}").value  # noqa: E731
+    table1 = load_targets("glitches")
+    t = lambda q: table1.value(f"glitches.table1.{key}.{q}")  # noqa: E731
     return Measured(t("prefill_ms") / 1e3, t("decode_ms") / 1e3, t("prefill_w"), t("decode_w"))
 
 
