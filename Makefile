@@ -43,10 +43,11 @@ test: $(STAMP) ## Run the whole test suite (core, integration with a real worker
 test-core: $(STAMP) ## Run only the simulation-core tests (no database)
 	$(BIN)/pytest tests/core
 
-lint: $(STAMP) ## ruff lint + format check, mypy on the core
+lint: $(STAMP) ## ruff lint + format check, mypy on the core, import contracts
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 format: $(STAMP) ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
@@ -64,4 +65,4 @@ check-deploy: $(STAMP) ## manage.py check --deploy on production settings
 	  DJANGO_ALLOWED_HOSTS=example.com $(PYTHON) manage.py check --deploy --fail-level WARNING
 
 clean: ## Remove the virtualenv, caches and local state
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench var staticfiles
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .bench var staticfiles
