@@ -20,6 +20,19 @@ from typing import Any
 
 from simulations.core.catalog import Catalog
 from simulations.core.errors import ScenarioValidationError, SpecError, UnknownPolicyError
+from simulations.core.json_fields import (
+    MAX_PRICE_USD,
+    ROOT,
+    Errors,
+    key_path,
+    read_int,
+    read_list,
+    read_mapping,
+    read_positive,
+    read_str,
+    reject_unknown_keys,
+    type_name,
+)
 from simulations.core.policies import Policy, RoleSpec, get_policy
 from simulations.core.spec import (
     ArrivalKind,
@@ -34,19 +47,6 @@ from simulations.core.spec import (
     SystemSpec,
     TraceData,
     WorkloadSpec,
-)
-from simulations.core.validation import (
-    MAX_PRICE_USD,
-    ROOT,
-    Errors,
-    key_path,
-    read_int,
-    read_list,
-    read_mapping,
-    read_positive,
-    read_str,
-    reject_unknown_keys,
-    type_name,
 )
 
 # --- limits (documented in README.md) -------------------------------------------------------

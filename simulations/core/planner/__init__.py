@@ -1,6 +1,6 @@
 """Capacity search: the cheapest system that meets latency targets, and its trade-offs.
 
-A plan document (:mod:`.spec`) names a model, a workload, targets (p90/p99 TTFT and TPOT,
+A plan document (:mod:`.document`) names a model, a workload, targets (p90/p99 TTFT and TPOT,
 minimum throughput), a space of systems (device types × counts × policy roles and
 options) and constraints (capex, power, devices per node, nodes). The search runs in two
 stages:
@@ -16,10 +16,10 @@ capex × throughput and capex × energy per token, the cheapest feasible system 
 type, and :mod:`.sensitivity` to the arrival rate).
 """
 
+from .document import PlanSpec, parse_plan, trace_names
 from .evaluate import Evaluation, evaluate_config
 from .search import Candidate, Search, plan_search
 from .space import Config, config_key, describe, enumerate_space, system_document, system_spec
-from .spec import PlanSpec, parse_plan, trace_names
 
 __all__ = [
     "Candidate",

@@ -22,8 +22,8 @@ from simulations.core.jsonsafe import finite
 from simulations.core.policies import get_policy
 from simulations.core.spec import WorkloadSpec
 
+from .document import PlanSpec, Targets
 from .space import Config, system_spec
-from .spec import PlanSpec, Targets
 
 #: Result-document keys kept for a confirmed configuration (the timeline is dropped).
 KEPT_METRICS = (

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from types import TracebackType
 
+from .document import PlanSpec
 from .evaluate import Evaluation, evaluate_config
 from .space import Config
-from .spec import PlanSpec
 
 _PLAN: PlanSpec | None = None
 

@@ -45,8 +45,8 @@ from .sensitivity import base_rate_per_s
 from .space import CONSTRAINT_ORDER, Config, describe, system_document, system_spec
 
 if TYPE_CHECKING:
+    from .document import PlanSpec
     from .search import Candidate, Search
-    from .spec import PlanSpec
 
 _TARGET_WORDS = {
     "ttft_p90_ms": ("p90 TTFT", "ttft_ms", "p90", "ms"),

@@ -84,8 +84,8 @@ from simulations.core.screening import (
 )
 from simulations.core.spec import DevicePlacement, DeviceSpec, ModelSpec, RuntimeProfile
 
+from .document import PlanSpec, Targets, policy_traits
 from .space import Config, Group, Signature
-from .spec import PlanSpec, Targets, policy_traits
 
 #: Most dyadic levels of windows the queueing bound tries.
 MAX_LEVELS = 9

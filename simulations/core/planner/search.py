@@ -37,10 +37,10 @@ import numpy as np
 from simulations.core.engine.requests import generate_requests
 from simulations.core.policies.base import ProgressFn
 
+from .document import PlanSpec
 from .evaluate import Evaluation, evaluate_config, rank
 from .screen import REASONS, CostCache, GroupScreen, Screen
 from .space import Config, Group, Space, enumerate_space
-from .spec import PlanSpec
 
 EvaluateMany = Callable[[Sequence[Config]], Iterable[Evaluation]]
 

@@ -27,7 +27,7 @@ from simulations.core.policies import get_policy
 from simulations.core.scenario import MAX_DEVICES_PER_SYSTEM
 from simulations.core.spec import DevicePlacement, SystemSpec
 
-from .spec import (
+from .document import (
     PlanSpec,
     count_range,
     policy_traits,

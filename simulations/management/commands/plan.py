@@ -1,6 +1,6 @@
 """``manage.py plan SPEC.json [--format json|table]``: capacity search (issue 10).
 
-Reads a plan document (:mod:`simulations.core.planner.spec`), validates it against the
+Reads a plan document (:mod:`simulations.core.planner.document`), validates it against the
 database catalog (:func:`simulations.adapters.catalog_from_db`), searches the space in this
 process — the analytic screen, then the request-level engine on the survivors, cheapest
 first (``--processes N`` confirms each round in N processes) — and prints the plan's result

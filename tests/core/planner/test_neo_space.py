@@ -10,7 +10,7 @@ import numpy as np
 
 from simulations.core.catalog import builtin_catalog
 from simulations.core.planner import Search, enumerate_space, evaluate_config, system_document
-from simulations.core.planner import spec as plan_spec
+from simulations.core.planner import document as plan_spec
 from simulations.core.scenario import parse_scenario
 from tests.core.planner.helpers import every_config, neo_doc, parse
 

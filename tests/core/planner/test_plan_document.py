@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from simulations.core.errors import ScenarioValidationError
-from simulations.core.planner import spec as plan_spec
+from simulations.core.planner import document as plan_spec
 from tests.core.planner.helpers import parse, small_doc
 
 

@@ -11,9 +11,9 @@ import pytest
 
 from simulations.core.engine.requests import generate_requests
 from simulations.core.planner import PlanSpec, enumerate_space
+from simulations.core.planner.document import PolicyChoice, PolicyTraits, policy_traits
 from simulations.core.planner.screen import CostCache, Screen
 from simulations.core.planner.space import Signature
-from simulations.core.planner.spec import PolicyChoice, PolicyTraits, policy_traits
 from simulations.core.policies import base
 from simulations.core.policies.base import Policy, RoleSpec, policy_names, register
 from tests.core.planner.helpers import neo_doc, parse

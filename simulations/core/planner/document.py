@@ -21,7 +21,7 @@ A plan asks "what is the cheapest system that meets these latency targets?". Its
                 "max_load_factor": 8}}
 
 :func:`parse_plan` validates the whole document against a catalog and reports *every*
-problem at once, keyed by JSON path, through :mod:`simulations.core.validation` (the workload
+problem at once, keyed by JSON path, through :mod:`simulations.core.json_fields` (the workload
 object is parsed by exactly the code that parses a scenario's), raising
 :class:`~simulations.core.errors.ScenarioValidationError`.
 
@@ -50,6 +50,18 @@ from typing import Any
 
 from simulations.core.catalog import Catalog
 from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
+from simulations.core.json_fields import (
+    MAX_PRICE_USD,
+    Errors,
+    key_path,
+    read_int,
+    read_list,
+    read_mapping,
+    read_positive,
+    read_str,
+    reject_unknown_keys,
+    type_name,
+)
 from simulations.core.policies import get_policy
 from simulations.core.policies.base import RoleSpec, screened_policies
 from simulations.core.scenario import TraceLoader, parse_head, trace_names
@@ -61,18 +73,6 @@ from simulations.core.spec import (
     SloSpec,
     TraceData,
     WorkloadSpec,
-)
-from simulations.core.validation import (
-    MAX_PRICE_USD,
-    Errors,
-    key_path,
-    read_int,
-    read_list,
-    read_mapping,
-    read_positive,
-    read_str,
-    reject_unknown_keys,
-    type_name,
 )
 
 # --- limits ----------------------------------------------------------------------------------
