@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -590,8 +590,3 @@ class ScenarioSpec:
     workload: WorkloadSpec
     systems: tuple[SystemSpec, ...]
     slo: SloSpec = field(default_factory=SloSpec)
-
-
-def spec_field_names(cls: type) -> tuple[str, ...]:
-    """Names of a spec dataclass's fields (used by the catalog loader and the ORM adapter)."""
-    return tuple(f.name for f in fields(cls))

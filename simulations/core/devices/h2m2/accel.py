@@ -182,10 +182,6 @@ class Side:
             t = t + np.ceil(pages / (self.accel.cores * self.chips)) * self.tlb_miss_s
         return np.asarray(t, dtype=np.float64)
 
-    def scaled(self, **changes: Any) -> Side:
-        """A copy with some fields changed (sensitivity study, Table 4)."""
-        return replace(self, **changes)
-
     # --- kernel times (vectorised over numpy arrays of sizes) -----------------------------
 
     def gemm_s(

@@ -17,15 +17,12 @@ write in its destination (the evaluation's traffic already does so).
 
 from __future__ import annotations
 
-from simulations.core.spec import MemoryKind
-
 HBM_PJ_PER_BIT = 3.97
 LPDDR_PJ_PER_BIT = 14.0
 SOURCES = {
     "HBM_PJ_PER_BIT": "O'Connor et al., Fine-Grained DRAM, MICRO 2017: HBM2 3.97 pJ/bit",
     "LPDDR_PJ_PER_BIT": "H. Ha, Stanford PhD thesis 2018 (DramDSE): 32Gb LPDDR4 SDP 14.0 pJ/bit",
 }
-PJ_PER_BIT = {MemoryKind.HBM: HBM_PJ_PER_BIT, MemoryKind.LPDDR: LPDDR_PJ_PER_BIT}
 
 
 def memory_energy_j(bytes_hbm: float, bytes_lpddr: float) -> float:

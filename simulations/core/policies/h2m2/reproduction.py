@@ -48,7 +48,7 @@ import numpy as np
 from simulations.core.catalog import builtin_catalog
 from simulations.core.devices.h2m2.board import TABLE4_VARIANTS, H2M2Hardware
 from simulations.core.devices.h2m2.shapes import LayerShapes, Point
-from simulations.core.devices.h2m2.timing import Mapping, MappingTables
+from simulations.core.devices.h2m2.timing import Mapping
 from simulations.core.reproduce import Check, check, load_targets, runner
 
 from .dynamic import dynamic_study
@@ -575,8 +575,3 @@ def sensitivity_checks() -> list[Check]:
             "fig17.hbm_bandwidth_hardly", 1.0 if span["HBMbw"] < 0.05 else 0.0, details, points=g
         ),
     ]
-
-
-def tables_for_point(slug: str, point: Point) -> MappingTables:
-    """Mapping tables of a paper model at ``point`` (for the benchmarks and tests)."""
-    return MappingTables(_shapes(slug), H2M2Hardware.table1(), point)

@@ -71,7 +71,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any, Literal
+from typing import Any
 
 from simulations.core.devices.gpu import OpTime, check_capacity
 from simulations.core.errors import SpecError
@@ -81,7 +81,6 @@ from simulations.core.spec import ModelSpec, check_count
 from .soc import HeteroSoc
 from .solver import Gemm, Partition, PartitionSolver, Scope, StaticGraphs
 
-Mode = Literal["gpu-only", "npu-only", "hetero-layer", "hetero-tensor"]
 MODES: tuple[str, ...] = ("gpu-only", "npu-only", "hetero-layer", "hetero-tensor")
 STATIC_GRAPHS: tuple[str, ...] = ("padding", "pipe", "online-prepare")
 
@@ -501,21 +500,6 @@ def unit_npu_last(kernels: Sequence[KernelRun]) -> list[bool]:
     return lasts
 
 
-def prefill_tok_s(decider: Decider, seq: int) -> float:
-    """Prompt tokens per second of one ``seq``-token prefill (HeteroLLM's prefill speed)."""
-    return seq / decider.prefill(seq).seconds
-
-
-def decode_tok_s(decider: Decider, kv_tokens: int, batch: int = 1) -> float:
-    """Generated tokens per second of decode at ``kv_tokens`` cached tokens."""
-    return batch / decider.decode(batch, kv_tokens).seconds
-
-
 def placement_table(run: PhaseRun) -> list[dict[str, Any]]:
     """The per-kernel backend placement of a pass (for charts)."""
     return [r.as_dict() for r in run.kernels]
-
-
-def lens_tuple(seq_lens: Sequence[int]) -> tuple[int, ...]:
-    """Prompt lengths as a tuple of counts (SpecError naming the bad entry)."""
-    return tuple(check_count(f"seq_lens[{i}]", int(s)) for i, s in enumerate(seq_lens))

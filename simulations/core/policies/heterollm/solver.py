@@ -180,12 +180,6 @@ class PartitionSolver:
         """Prepared graphs for ``tokens`` by padding (§4.1.1, §5.2.2 "Padding")."""
         return self.soc.npu.pad_plan(tokens)
 
-    def pipe_plan(self, tokens: int) -> tuple[int, ...]:
-        """Prepared graphs for ``tokens`` by multi-sequence-length cutting on the NPU alone:
-        prepared shapes largest first, the margin padded to the smallest shape holding it
-        (§5.2.2 "Pipe")."""
-        return self.pipe_plans(tokens)[-1]
-
     def pipe_plans(self, tokens: int) -> list[tuple[int, ...]]:
         """The graph sequences "Pipe" chooses among (§5.2.2: it "chooses different standard
         sizes dynamically"): the first ``j`` shapes of the largest-first cut, the rest of

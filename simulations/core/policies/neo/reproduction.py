@@ -494,9 +494,6 @@ def decode_ceilings(
 #: sensitivity in the Fig. 6 T4 note (the catalog keeps the datasheet figure every other
 #: model uses).
 T4_DRIVER_TOTAL_BYTES = 14.75 * 2**30
-#: vLLM's default ``--gpu-memory-utilization`` (EngineArgs; the harness comments its flag
-#: out and passes a block count instead).
-VLLM_DEFAULT_UTILIZATION = 0.9
 
 
 def implied_gpu_cache_tokens(setting: str, kind: str, gain: float) -> float:

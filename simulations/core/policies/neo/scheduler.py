@@ -101,11 +101,6 @@ class Schedule:
         """Nothing to compute (swaps alone are not an iteration)."""
         return not (self.prefill_gpu or self.prefill_cpu or self.gpu_dec or self.cpu0 or self.cpu1)
 
-    @property
-    def prefills(self) -> list[int]:
-        """Every prefill of the iteration (GPU-resident first)."""
-        return self.prefill_gpu + self.prefill_cpu
-
     def inequalities_hold(self, slack: float = 1e-12) -> bool:
         """``T_ca0 ≤ T_l1 + T_ga0`` and ``T_ca1 ≤ T_l0`` on the schedule's estimates."""
         tol = slack * max(1.0, self.t_l0 + self.t_l1 + self.t_ga0)

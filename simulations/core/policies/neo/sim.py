@@ -140,10 +140,6 @@ class NeoSim(Simulator):
                 f"for {max(room, 0)}",
             )
 
-    def cpu_blocks_next(self) -> int:
-        """CPU-cache blocks the CPU runqueue holds after one more token each."""
-        return self.cpu_blocks
-
     def _blocks_of(self, queue: list[int]) -> int:
         bs = self.block_size
         ctx = self.ctx
