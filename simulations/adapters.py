@@ -1,6 +1,6 @@
 """The one place where database rows become simulation-core specs (and specs become rows).
 
-Data flows one way (DESIGN.md): catalog rows → :mod:`simulations.core.spec` objects →
+Data flows one way (docs/architecture.md): catalog rows → :mod:`simulations.core.spec` objects →
 engine. Everything that hands catalog data to the core goes through
 :func:`catalog_from_db` and the ``*_spec`` functions here; the inverse ``*_values``
 functions give the column values for a spec, used by the services that write the catalog

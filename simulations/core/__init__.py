@@ -2,5 +2,5 @@
 
 Data flows one way: ``spec`` objects (devices, runtime profiles, models, workloads, systems)
 → ``devices`` cost models over the ``graph`` of operators → ``engine`` + a ``policies``
-entry → ``metrics`` (the result document of DESIGN.md §4).
+entry → ``metrics`` (the result document, docs/architecture.md).
 """

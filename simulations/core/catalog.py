@@ -92,7 +92,7 @@ class Catalog:
         return _lookup(self.models, slug, "model", "model")
 
     def default_runtime(self, device: DeviceSpec) -> RuntimeProfile:
-        """The runtime a device uses when a scenario names none (DESIGN.md §5)."""
+        """The runtime a device uses when a scenario names none (its kind's default)."""
         slug = self.default_runtimes.get(device.kind)
         if slug is None:
             raise SpecError("runtime", f"no default runtime for {device.kind} devices")

@@ -1,4 +1,5 @@
-"""The result document of one simulated system (DESIGN.md §4), from the engine's outcome.
+"""The result document of one simulated system (docs/architecture.md), from the engine's
+outcome.
 
 Definitions (units are in the key names):
 
@@ -171,7 +172,7 @@ def request_latencies(
 
 
 def system_result(system: SystemSpec, out: SimOutput, slo: SloSpec) -> dict[str, Any]:
-    """The DESIGN.md §4 entry of ``system`` from its simulated outcome ``out``."""
+    """The result-document entry of ``system`` from its simulated outcome ``out``."""
     req = out.requests
     arrival = req.arrival_s
     outputs = req.output_tokens

@@ -1,4 +1,5 @@
-"""Parse and validate a scenario document (DESIGN.md §3) into a :class:`ScenarioSpec`.
+"""Parse and validate a scenario document (docs/architecture.md) into a
+:class:`ScenarioSpec`.
 
 :func:`parse_scenario` checks the whole document against a :class:`Catalog` and reports
 *every* problem at once, keyed by JSON path (``systems[0].devices[1].count``), by raising

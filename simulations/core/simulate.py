@@ -13,7 +13,7 @@ from .spec import ScenarioSpec
 
 
 def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> dict[str, Any]:
-    """Simulate every system of ``scenario`` and return the result document (DESIGN.md §4).
+    """Simulate every system of ``scenario`` and return the result document (docs/architecture.md).
 
     Every system sees the same requests: the engine draws them from the workload's own seed.
     Each system also gets a ``numpy.random.Generator`` for policy-internal randomness, derived

@@ -583,7 +583,8 @@ class SloSpec:
 
 @dataclass(frozen=True)
 class ScenarioSpec:
-    """A validated scenario (DESIGN.md §3) with every catalog slug resolved to a spec."""
+    """A validated scenario (docs/architecture.md) with every catalog slug resolved to a
+    spec."""
 
     name: str
     model: ModelSpec

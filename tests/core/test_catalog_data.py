@@ -1,5 +1,5 @@
 """Every catalog data file (all of ``simulations/core/data``): each number has a source, the
-records build valid specs, and the slugs DESIGN.md §5 promises exist."""
+records build valid specs, and the slugs scenarios rely on exist."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The result document (DESIGN.md §4) from a hand-made engine outcome."""
+"""The result document (docs/architecture.md) from a hand-made engine outcome."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ A plan asks "what is the cheapest system that meets these latency targets?". Its
 
     {"name": "LLaMA2-7B, Azure conversation lengths at 1 request/s",
      "model": "llama2-7b",
-     "workload": {... exactly a scenario's workload object (DESIGN.md §3) ...},
+     "workload": {... exactly a scenario's workload object (docs/architecture.md) ...},
      "targets": {"ttft_p90_ms": 1000, "tpot_p90_ms": 50, "min_throughput_tok_s": 100},
      "space": {
        "devices": [{"device": "a100-80gb", "max_count": 4},

@@ -18,7 +18,7 @@ Shape (units in the key names; ``null`` where a figure does not exist)::
      "sensitivity": {...} | null,
      "evaluated": [{"key", "description", "capex_usd", "feasible", "why", "metrics",
                     "screen"}],
-     "scenario": a scenario document (DESIGN.md §3) with the recommendation and its
+     "scenario": a scenario document (docs/architecture.md) with the recommendation and its
                  alternatives, to re-run with ``manage.py simulate``; device entries the
                  plan quotes a price for carry it as ``price_usd``, so the re-run reports
                  the plan's capex,

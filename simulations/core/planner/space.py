@@ -147,7 +147,8 @@ def describe(config: Config, plan: PlanSpec) -> str:
 
 
 def system_document(config: Config, plan: PlanSpec) -> dict[str, Any]:
-    """The configuration as a scenario ``systems`` entry (DESIGN.md §3), runtimes named."""
+    """The configuration as a scenario ``systems`` entry (docs/architecture.md), runtimes
+    named."""
     devices = []
     for (role, entry), count in zip(config.signature.roles, config.counts, strict=True):
         choice = plan.devices[entry]

@@ -2,7 +2,7 @@
 
 :class:`EnginePolicy` holds what every such policy is constructed with (the device-model
 factory and the engine's switches) and turns a run into the result entry: draw the
-workload's requests, :meth:`~EnginePolicy.simulate` them, and build the DESIGN.md §4 entry
+workload's requests, :meth:`~EnginePolicy.simulate` them, and build the result-document entry
 with :func:`~simulations.core.metrics.system_result`. Subclasses implement ``simulate``.
 """
 

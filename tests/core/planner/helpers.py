@@ -54,7 +54,7 @@ def parse(doc: dict[str, Any], **kwargs: Any) -> PlanSpec:
 
 
 def example_plan() -> PlanSpec:
-    """The fixed example of issue 10, as shipped in examples/."""
+    """The fixed example plan, as shipped in examples/."""
     return parse(json.loads(EXAMPLE.read_text()), trace_dir=EXAMPLE.parent)
 
 

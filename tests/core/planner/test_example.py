@@ -1,4 +1,4 @@
-"""The fixed example of issue 10 (examples/plan-llama2-7b-conv.json): LLaMA2-7B, the Azure
+"""The fixed example plan (examples/plan-llama2-7b-conv.json): LLaMA2-7B, the Azure
 conversation trace's lengths at 1 request/s, p90 TTFT ≤ 1 s and p90 TPOT ≤ 50 ms, the
 catalog's priced GPUs and the U280 under ``homogeneous`` and ``glitches``.
 

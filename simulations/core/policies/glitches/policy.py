@@ -455,7 +455,7 @@ class GlitchesSim(Simulator):
 
 @register
 class GlitchesPolicy(EnginePolicy):
-    """GLITCHES GPU–FPGA collaborative serving (papers/glitches.md §III, Figs. 3–4).
+    """GLITCHES GPU–FPGA collaborative serving (GLITCHES §III, Figs. 3–4).
 
     Implemented as §III-C describes:
 

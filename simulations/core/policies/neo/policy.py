@@ -370,7 +370,7 @@ class NeoBasePolicy(EnginePolicy):
 
 @register
 class NeoPolicy(NeoBasePolicy):
-    """Neo (papers/neo.md): GPU + host-CPU attention offloading with asymmetric pipelining
+    """Neo (Jiang et al.): GPU + host-CPU attention offloading with asymmetric pipelining
     (§3.1, Fig. 5) and load-aware scheduling (§3.2), on one node.
 
     The KV cache is split into a paged GPU cache and a paged CPU cache, each request wholly
