@@ -14,18 +14,14 @@ from typing import Any
 from .devices import build_device_model
 from .devices.base import PhaseCost
 from .errors import SpecError
-from .spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProfile, check_count
+from .spec import DeviceSpec, ModelSpec, RuntimeProfile, check_count
 
 
 def stack_peak_ops(device: DeviceSpec, runtime: RuntimeProfile) -> float:
-    """Peak operations per second of ``device`` at the stack's precision.
-
-    An FPGA's roof is its accelerator design's peak (``design_peak_tops``), not the chip's:
-    GLITCHES Table II charts the U280 at FlightLLM's 6.91 TOPS rather than 24.5 TOPS.
-    """
-    if device.kind is DeviceKind.FPGA and "design_peak_tops" in runtime.params:
-        return runtime.param("design_peak_tops") * 1e12
-    return device.peak_ops_per_s(runtime.act_bits, runtime.weight_bits)
+    """Peak operations per second of ``device`` at the stack's precision, as its device
+    family charts it (:meth:`~simulations.core.devices.base.DeviceModel.peak_ops_per_s`:
+    an FPGA's roof is its accelerator design's peak, not the chip's)."""
+    return build_device_model(device, runtime).peak_ops_per_s()
 
 
 def roof(

@@ -128,6 +128,12 @@ class DeviceModel(ABC):
         """Power drawn while the device waits."""
         return self.device.idle_w
 
+    def peak_ops_per_s(self) -> float:
+        """The roof the stack's compute is charted against (OP/s): the device's dense peak
+        at the stack's precisions. A family whose stack runs a design below the chip's peak
+        (an FPGA's accelerator design) returns that design's peak."""
+        return self.device.peak_ops_per_s(self.runtime.act_bits, self.runtime.weight_bits)
+
     def host_sampling_s(self, model: ModelSpec) -> float:
         """Seconds each decode step spends outside the device for sampling: 0 for a device
         that samples its own tokens (the default); a device that sends its logits to the

@@ -194,6 +194,7 @@ class FpgaModel(DeviceModel):
             return v
 
         peak = pos("design_peak_tops") * 1e12
+        self.design_peak_ops = peak
         overhead_cycles = runtime.param("ld_overhead_cycles")
         if overhead_cycles < 0:
             raise SpecError(f"{runtime.slug}.params.ld_overhead_cycles", "must not be negative")
@@ -232,6 +233,11 @@ class FpgaModel(DeviceModel):
 
     def _with_settings(self, values: dict[str, Any]) -> FpgaModel:
         return self.with_prefetch(int(values["prefetch_ratio"]))
+
+    def peak_ops_per_s(self) -> float:
+        """The accelerator design's peak, not the chip's: GLITCHES Table II charts the U280
+        at FlightLLM's 6.91 TOPS rather than 24.5 TOPS."""
+        return self.design_peak_ops
 
     def host_sampling_s(self, model: ModelSpec) -> float:
         """The logits → host → sampled token round trip over the host link (GLITCHES §III)."""

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from simulations.core.catalog import Catalog
+from simulations.core.devices import CONTAINER_KINDS
 from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
 from simulations.core.json_fields import (
     MAX_PRICE_USD,
@@ -66,7 +67,6 @@ from simulations.core.policies import get_policy
 from simulations.core.policies.base import RoleSpec, screened_policies
 from simulations.core.scenario import TraceLoader, parse_head, trace_names
 from simulations.core.spec import (
-    DeviceKind,
     DeviceSpec,
     ModelSpec,
     RuntimeProfile,
@@ -482,8 +482,11 @@ def _device_entries(
                 "minimises capital cost; give your quote in USD per device",
             )
             device = None
-        if device is not None and device.kind is DeviceKind.SOC:
-            errs.add(key_path(p, "device"), f"{slug!r} is a SoC; search its components instead")
+        if device is not None and device.kind in CONTAINER_KINDS:
+            errs.add(
+                key_path(p, "device"),
+                f"{slug!r} holds other devices ({device.kind}); search its components instead",
+            )
             device = None
         lo = read_int(
             errs, key_path(p, "min_count"), obj.get("min_count", 1), minimum=1, maximum=MAX_COUNT
