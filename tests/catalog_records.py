@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from simulations.core.catalog import Catalog, device_from_dict, model_from_dict, runtime_from_dict
+from simulations.core.catalog import Catalog, catalog_from_records
 
 _FIXTURE = "test fixture"
 
@@ -219,17 +219,4 @@ def records() -> dict[str, list[dict[str, Any]]]:
 def make_catalog() -> Catalog:
     """The records as a core Catalog, built the way ``builtin_catalog`` builds its own."""
     recs = records()
-    runtimes = {}
-    defaults: dict[str, str] = {}
-    for r in recs["runtimes"]:
-        is_default = bool(r.pop("default_for_kind", False))
-        rt = runtime_from_dict(r)
-        runtimes[rt.slug] = rt
-        if is_default:
-            defaults[rt.device_kind] = rt.slug
-    return Catalog(
-        devices={r["slug"]: device_from_dict(r) for r in recs["devices"]},
-        runtimes=runtimes,
-        models={r["slug"]: model_from_dict(r) for r in recs["models"]},
-        default_runtimes=defaults,
-    )
+    return catalog_from_records(recs["devices"], recs["runtimes"], recs["models"])

@@ -14,7 +14,7 @@ kind-specific facts sit in its ``params`` object, as its device family declares 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -106,17 +106,34 @@ def _lookup(specs: Mapping[str, _Spec], slug: str, field: str, what: str) -> _Sp
         raise SpecError(field, f"unknown {what} {slug!r}") from None
 
 
+def catalog_from_records(
+    devices: Iterable[Mapping[str, Any]] = (),
+    runtimes: Iterable[Mapping[str, Any]] = (),
+    models: Iterable[Mapping[str, Any]] = (),
+    *,
+    base: Catalog | None = None,
+) -> Catalog:
+    """A catalog of the records (in the data files' shape; a runtime record's
+    ``default_for_kind`` makes it its kind's default), over ``base``'s entries if given."""
+    devs = dict(base.devices) if base else {}
+    rts = dict(base.runtimes) if base else {}
+    mods = dict(base.models) if base else {}
+    defaults = dict(base.default_runtimes) if base else {}
+    devs.update((str(r["slug"]), device_from_dict(r)) for r in devices)
+    for r in runtimes:
+        rec = dict(r)
+        is_default = bool(rec.pop("default_for_kind", False))
+        rt = runtime_from_dict(rec)
+        rts[rt.slug] = rt
+        if is_default:
+            defaults[rt.device_kind] = rt.slug
+    mods.update((str(r["slug"]), model_from_dict(r)) for r in models)
+    return Catalog(devs, rts, mods, defaults)
+
+
 @cache
 def builtin_catalog() -> Catalog:
     """The catalog shipped in ``data/`` (loaded once per process)."""
-    devices = {r["slug"]: device_from_dict(r) for r in iter_records("devices")}
-    runtimes: dict[str, RuntimeProfile] = {}
-    defaults: dict[str, str] = {}
-    for r in iter_records("runtimes"):
-        is_default = bool(r.pop("default_for_kind", False))
-        rt = runtime_from_dict(r)
-        runtimes[rt.slug] = rt
-        if is_default:
-            defaults[rt.device_kind] = rt.slug
-    models = {r["slug"]: model_from_dict(r) for r in iter_records("models")}
-    return Catalog(devices, runtimes, models, defaults)
+    return catalog_from_records(
+        iter_records("devices"), iter_records("runtimes"), iter_records("models")
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simulations.core import devices
-from simulations.core.catalog import Catalog, builtin_catalog, device_from_dict, runtime_from_dict
+from simulations.core.catalog import Catalog, builtin_catalog, catalog_from_records
 from simulations.core.devices.base import DeviceModel, PhaseCost, StreamFloor
 from simulations.core.graph import OpKind, PhaseGraph, Precision, decode_graph, prefill_graph
 from simulations.core.graph import weight_bytes as graph_weight_bytes
@@ -110,21 +110,5 @@ def records() -> dict[str, list[dict[str, Any]]]:
 def catalog() -> Catalog:
     """The built-in catalog plus the toy's device and runtime profile (the default of its
     kind), loaded and checked as the catalog loads its own files."""
-    base = builtin_catalog()
     recs = records()
-    toy_devices = {r["slug"]: device_from_dict(r) for r in recs["devices"]}
-    toy_runtimes = {}
-    defaults = dict(base.default_runtimes)
-    for r in recs["runtimes"]:
-        rec = dict(r)
-        is_default = bool(rec.pop("default_for_kind", False))
-        rt = runtime_from_dict(rec)
-        toy_runtimes[rt.slug] = rt
-        if is_default:
-            defaults[rt.device_kind] = rt.slug
-    return Catalog(
-        devices={**base.devices, **toy_devices},
-        runtimes={**base.runtimes, **toy_runtimes},
-        models=base.models,
-        default_runtimes=defaults,
-    )
+    return catalog_from_records(recs["devices"], recs["runtimes"], base=builtin_catalog())
