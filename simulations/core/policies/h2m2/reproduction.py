@@ -318,13 +318,32 @@ def _llama2_words(hw: H2M2Hardware) -> dict[str, Any]:
 def speedup_checks() -> list[Check]:
     """Figs. 6, 7, 8, 12, 13, 15, 18 and Table 3."""
     hw = H2M2Hardware.table1()
-    checks: list[Check] = []
-    g = GPT3.describe()
     gpt3 = _gpt3_words(hw)
+    checks = _mapping_checks(hw, gpt3)
+    for study, fig in ((GPT3, "fig12"), (CHINCHILLA, "fig13"), (LLAMA2, "fig15")):
+        checks += _system_checks(study, fig, hw, gpt3)
+        checks += _table3(study, hw)
+    e8 = _speedups("gpt3-175b", GPT3.points, "8-hbm", hw)
+    h2 = _speedups("gpt3-175b", GPT3.points, "h2m2", hw)
+    checks.append(
+        _check(
+            "fig18.8hbm",
+            np.mean(e8),
+            {"per_point": _fmt(e8)},
+            points=GPT3.describe(),
+            ratio=np.mean(e8) / np.mean(h2),
+            paper_ratio=_paper("fig18.8hbm") / _paper("fig12.h2m2"),
+        )
+    )
+    return checks + _energy_checks(hw)
 
+
+def _mapping_checks(hw: H2M2Hardware, gpt3: dict[str, Any]) -> list[Check]:
+    """Figs. 6–8 on GPT3-175B: granularities, FlexGen against Best, the majors."""
+    g = GPT3.describe()
     head = _speedups("gpt3-175b", FIG6_POINTS, "oracle", hw)
     sub = _speedups("gpt3-175b", FIG6_POINTS, "sublayer", hw)
-    checks.append(
+    checks = [
         _check(
             "fig6.head_aware",
             np.mean(head),
@@ -334,10 +353,9 @@ def speedup_checks() -> list[Check]:
                 "ideal_bound": _fmt(_bounds("gpt3-175b", FIG6_POINTS, hw)),
             },
             **gpt3,
-        )
-    )
-    checks.append(_check("fig6.sublayer", np.mean(sub), {"per_point": _fmt(sub)}))
-
+        ),
+        _check("fig6.sublayer", np.mean(sub), {"per_point": _fmt(sub)}),
+    ]
     best = _speedups("gpt3-175b", GPT3.points, "oracle", hw)
     plan = flexgen_static_mapping(_shapes("gpt3-175b"), hw, GPT3.points)
     flex = _speedups("gpt3-175b", GPT3.points, "flexgen-lp", hw, decided=plan)
@@ -346,10 +364,8 @@ def speedup_checks() -> list[Check]:
         "peak_seq": int(GPT3.points[-1].seq_len),
         "plan": plan.as_tuple(),
     }
-    checks.append(
-        _check("fig7.flexgen", np.mean(flex), {"per_point": _fmt(flex)}, **flexgen, **gpt3)
-    )
-    checks.append(
+    checks += [
+        _check("fig7.flexgen", np.mean(flex), {"per_point": _fmt(flex)}, **flexgen, **gpt3),
         _check(
             "fig7.best",
             np.mean(best),
@@ -360,9 +376,9 @@ def speedup_checks() -> list[Check]:
             },
             points=g,
             **gpt3,
-        )
-    )
-    checks.append(_check("fig7.flexgen_of_best", np.mean(flex) / np.mean(best), **flexgen))
+        ),
+        _check("fig7.flexgen_of_best", np.mean(flex) / np.mean(best), **flexgen),
+    ]
     for cid, sysname in (
         ("fig8.q_major", "q-major"),
         ("fig8.a_major", "a-major"),
@@ -380,73 +396,56 @@ def speedup_checks() -> list[Check]:
                 **gpt3,
             )
         )
+    return checks
 
-    for study, fig in ((GPT3, "fig12"), (CHINCHILLA, "fig13"), (LLAMA2, "fig15")):
-        h = _speedups(study.slug, study.points, "h2m2", hw)
-        o = _speedups(study.slug, study.points, "oracle", hw)
-        hier = _speedups(study.slug, study.points, "hierarchical", hw)
-        bounds = _fmt(_bounds(study.slug, study.points, hw))
-        d = study.describe()
-        if fig == "fig12":
-            gap = gpt3
-        elif fig == "fig13":
-            gap = _chinchilla_words(h, hier, hw)
-        else:
-            gap = _llama2_words(hw)
+
+def _system_checks(study: Study, fig: str, hw: H2M2Hardware, gpt3: dict[str, Any]) -> list[Check]:
+    """Figs. 12, 13, 15: H2M2 and the Oracle (or H2M2 of Oracle) and the strict hierarchy
+    on one model's points."""
+    h = _speedups(study.slug, study.points, "h2m2", hw)
+    o = _speedups(study.slug, study.points, "oracle", hw)
+    hier = _speedups(study.slug, study.points, "hierarchical", hw)
+    bounds = _fmt(_bounds(study.slug, study.points, hw))
+    d = study.describe()
+    if fig == "fig12":
+        gap = gpt3
+    elif fig == "fig13":
+        gap = _chinchilla_words(h, hier, hw)
+    else:
+        gap = _llama2_words(hw)
+    checks = [
+        _check(
+            f"{fig}.h2m2",
+            np.mean(h),
+            {
+                "per_point": _fmt(h),
+                "over_pooled_baseline": _fmt(_pooled(study.slug, study.points, "h2m2", hw)),
+                "ideal_bound": bounds,
+            },
+            points=d,
+            **gap,
+        )
+    ]
+    if fig == "fig15":
         checks.append(
             _check(
-                f"{fig}.h2m2",
-                np.mean(h),
-                {
-                    "per_point": _fmt(h),
-                    "over_pooled_baseline": _fmt(_pooled(study.slug, study.points, "h2m2", hw)),
-                    "ideal_bound": bounds,
-                },
+                "fig15.oracle",
+                np.mean(o),
+                {"per_point": _fmt(o), "ideal_bound": bounds},
                 points=d,
                 **gap,
             )
         )
-        if fig == "fig15":
-            checks.append(
-                _check(
-                    "fig15.oracle",
-                    np.mean(o),
-                    {"per_point": _fmt(o), "ideal_bound": bounds},
-                    points=d,
-                    **gap,
-                )
-            )
-        else:
-            checks.append(
-                _check(
-                    f"{fig}.h2m2_of_oracle", np.mean(h) / np.mean(o), {"oracle": _fmt(o)}, points=d
-                )
-            )
-        resident = _resident_words(hw) if fig == "fig15" else {}
+    else:
         checks.append(
-            _check(
-                f"{fig}.hierarchical",
-                np.mean(hier),
-                {"per_point": _fmt(hier)},
-                points=d,
-                **resident,
-            )
+            _check(f"{fig}.h2m2_of_oracle", np.mean(h) / np.mean(o), {"oracle": _fmt(o)}, points=d)
         )
-        checks.extend(_table3(study, hw))
-
-    e8 = _speedups("gpt3-175b", GPT3.points, "8-hbm", hw)
-    h2 = _speedups("gpt3-175b", GPT3.points, "h2m2", hw)
+    resident = _resident_words(hw) if fig == "fig15" else {}
     checks.append(
         _check(
-            "fig18.8hbm",
-            np.mean(e8),
-            {"per_point": _fmt(e8)},
-            points=g,
-            ratio=np.mean(e8) / np.mean(h2),
-            paper_ratio=_paper("fig18.8hbm") / _paper("fig12.h2m2"),
+            f"{fig}.hierarchical", np.mean(hier), {"per_point": _fmt(hier)}, points=d, **resident
         )
     )
-    checks.extend(_energy_checks(hw))
     return checks
 
 

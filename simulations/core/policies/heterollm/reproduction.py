@@ -248,6 +248,11 @@ def prefill_checks() -> list[Check]:
 @runner(PAPER)
 def misaligned_checks() -> list[Check]:
     """Fig. 14: Llama-8B prefill latency at prompt lengths without a prepared graph."""
+    return _fig14_baselines() + _fig14_padding_and_preparation() + _fig14_pipe()
+
+
+def _fig14_baselines() -> list[Check]:
+    """Hetero-tensor against Online-prepare, Padding and Pipe at 525 tokens."""
     checks: list[Check] = []
     seqs = (100, 135, 200, 300, 400, 525, 600, 700, 800, 1000)
     lat = {
@@ -297,6 +302,12 @@ def misaligned_checks() -> list[Check]:
                 **words,
             )
         )
+    return checks
+
+
+def _fig14_padding_and_preparation() -> list[Check]:
+    """Padding just above a prepared shape; Online-prepare's preparation share."""
+    checks: list[Check] = []
     above = (135, 525)
     pad = [
         _prefill_s("llama8b", "npu-only", s, static="padding")
@@ -339,6 +350,12 @@ def misaligned_checks() -> list[Check]:
             {"prepare_ms": run135.prepare_s * 1e3, "total_ms": run135.seconds * 1e3},
         )
     )
+    return checks
+
+
+def _fig14_pipe() -> list[Check]:
+    """Hetero-tensor's latency reduction against Pipe at the misaligned lengths."""
+    checks: list[Check] = []
     aligned = {
         a: 1.0
         - _prefill_s("llama8b", "hetero-tensor", a)
@@ -410,8 +427,13 @@ _FIG16_TOK_S = {"llama8b": 14.01, "llama3b": 29.9, "internlm": 51.12}
 @runner(PAPER)
 def sync_checks() -> list[Check]:
     """Figs. 15 and 17: fast against conventional synchronisation."""
-    checks: list[Check] = []
     conv = _soc().sync.conventional_s()
+    return _fig15_gains(conv) + _fig15_speeds(conv) + _fig17(conv)
+
+
+def _fig15_gains(conv: float) -> list[Check]:
+    """Fig. 15: the fast-sync prefill speed-ups of Hetero-layer and Hetero-tensor."""
+    checks: list[Check] = []
 
     def gain(m: str, mode: str, s: int) -> float:
         return _prefill_s(m, mode, s, fast=False) / _prefill_s(m, mode, s)
@@ -447,7 +469,12 @@ def sync_checks() -> list[Check]:
                     implied_handovers=implied_ms * 1e-3 / conv,
                 )
             )
-    # Fig. 15's two Llama-8B speeds at 256 tokens, read as the time they imply per layer
+    return checks
+
+
+def _fig15_speeds(conv: float) -> list[Check]:
+    """Fig. 15's two Llama-8B speeds at 256 tokens, read as the time they imply per layer."""
+    checks: list[Check] = []
     fast_p = _paper("fig15.llama8b_seq256_tensor_tok_s")
     slow_p = _paper("fig15.llama8b_seq256_tensor_conventional_tok_s")
     n8 = _decider("llama8b", "hetero-tensor").model.n_layers
@@ -493,6 +520,12 @@ def sync_checks() -> list[Check]:
             handovers=slow8.syncs / n8,
         )
     )
+    return checks
+
+
+def _fig17(conv: float) -> list[Check]:
+    """Fig. 17: the fast-sync decode speed-ups of Hetero-tensor."""
+    checks: list[Check] = []
     notes = load_targets(PAPER)
     for m in ("llama8b", "llama7b", "llama3b", "internlm"):
         fast = _decider(m, "hetero-tensor").decode(1, DECODE_PROMPT)

@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -569,10 +569,29 @@ def _latency_points(setting: str, variant: str) -> list[list[float]]:
     return [[round(r, 4), round(v, 4)] for r, v in sorted(_SEEN.get((setting, variant, kind), []))]
 
 
+@dataclass
+class _Sweeps:
+    """Every synthetic output sweep (Fig. 9 per input, Fig. 10a per CPU) and the lowest
+    ratio seen, for the shape checks."""
+
+    curves: dict[str, list[float]] = field(default_factory=dict)
+    worst: tuple[float, str] = (math.inf, "")
+
+    def add(self, name: str, ratios: list[float], labels: list[str]) -> None:
+        self.curves[name] = ratios
+        for r, label in zip(ratios, labels, strict=True):
+            if r < self.worst[0]:
+                self.worst = (r, label)
+
+
 def _synthetic_checks() -> list[Check]:
+    sweeps = _Sweeps()
+    return _fig9_checks(sweeps) + _fig10_checks(sweeps) + [_fig8b_check()] + _shape_checks(sweeps)
+
+
+def _fig9_checks(sweeps: _Sweeps) -> list[Check]:
+    """Fig. 9: the best Neo / GPU-only gain of each testbed over its synthetic grid."""
     checks: list[Check] = []
-    curves: dict[str, list[float]] = {}
-    worst = (math.inf, "")
     fig9_tids = {"h100": "neo.fig9.h100_max", "a10g": "neo.fig9.a10g_max", "t4": "neo.fig9.t4_max"}
     for setting, tid in fig9_tids.items():
         table: dict[str, dict[str, float]] = {}
@@ -581,12 +600,10 @@ def _synthetic_checks() -> list[Check]:
         for l_in, outs in grid:
             ratios = [_ratio(setting, "neo", l_in, o) for o in outs]
             table[f"in{l_in}"] = {f"out{o}": round(r, 4) for o, r in zip(outs, ratios, strict=True)}
-            curves[f"{setting}/in{l_in}"] = ratios
+            sweeps.add(f"{setting}/in{l_in}", ratios, [f"{setting} in{l_in} out{o}" for o in outs])
             for o, r in zip(outs, ratios, strict=True):
                 if r > best[0]:
                     best = (r, l_in, o)
-                if r < worst[0]:
-                    worst = (r, f"{setting} in{l_in} out{o}")
         limit = SETTINGS[setting].max_len
         words = {
             "inputs": ", ".join(str(i) for i, _ in grid),
@@ -615,18 +632,21 @@ def _synthetic_checks() -> list[Check]:
         elif setting == "h100":
             words["peak_2000"] = max(table["in2000"].values())
         checks.append(_check(tid, best[0], details, **words))
+    return checks
 
-    # Fig. 10a: CPU sensitivity on A10G.
+
+def _fig10_checks(sweeps: _Sweeps) -> list[Check]:
+    """Fig. 10a: CPU sensitivity on A10G, and the peaks' order by host bandwidth."""
+    checks: list[Check] = []
     peaks: dict[str, float] = {}
     fig10: dict[str, dict[str, float]] = {}
     for cpu in FIG10_CPUS:
         ratios = [_ratio("a10g", "neo", FIG10_INPUT, o, cpu) for o in SYNTH_OUTPUTS]
         fig10[cpu] = _by_output(ratios)
-        curves[f"a10g/{cpu}"] = ratios
+        sweeps.add(
+            f"a10g/{cpu}", ratios, [f"a10g {cpu} in{FIG10_INPUT} out{o}" for o in SYNTH_OUTPUTS]
+        )
         peaks[cpu] = max(ratios)
-        for o, r in zip(SYNTH_OUTPUTS, ratios, strict=True):
-            if r < worst[0]:
-                worst = (r, f"a10g {cpu} in{FIG10_INPUT} out{o}")
     for cpu in FIG10_CPUS:
         tid = f"neo.fig10.{cpu.removesuffix('-cpu').replace('-', '_')}"
         checks.append(
@@ -649,34 +669,39 @@ def _synthetic_checks() -> list[Check]:
             {"peaks": {c: round(v, 4) for c, v in peaks.items()}},
         )
     )
+    return checks
 
-    # Fig. 8b: FastDecode+ on 2xH100, input 2000.
+
+def _fig8b_check() -> Check:
+    """Fig. 8b: FastDecode+ on 2xH100, input 2000, at the longest output."""
     fd = [_ratio("h100", "fastdecode+", 2000, o) for o in SYNTH_OUTPUTS]
     neo = [_ratio("h100", "neo", 2000, o) for o in SYNTH_OUTPUTS]
-    checks.append(
-        check(
-            PAPER,
-            "neo.fig8.fastdecode_long_output",
-            fd[-1],
-            out=SYNTH_OUTPUTS[-1],
-            details={
-                "fastdecode_relative": {
-                    f"out{o}": round(r, 4) for o, r in zip(SYNTH_OUTPUTS, fd, strict=True)
-                },
-                "neo_relative": {
-                    f"out{o}": round(r, 4) for o, r in zip(SYNTH_OUTPUTS, neo, strict=True)
-                },
+    return check(
+        PAPER,
+        "neo.fig8.fastdecode_long_output",
+        fd[-1],
+        out=SYNTH_OUTPUTS[-1],
+        details={
+            "fastdecode_relative": {
+                f"out{o}": round(r, 4) for o, r in zip(SYNTH_OUTPUTS, fd, strict=True)
             },
-        )
+            "neo_relative": {
+                f"out{o}": round(r, 4) for o, r in zip(SYNTH_OUTPUTS, neo, strict=True)
+            },
+        },
     )
 
-    # Shapes: rise then fall; never much below the baseline.
+
+def _shape_checks(sweeps: _Sweeps) -> list[Check]:
+    """Shapes: gains rise then fall; never much below the baseline."""
+    curves = sweeps.curves
     good = {k: _rises_then_falls(v) for k, v in curves.items()}
     t4_bound = t4_ceiling_ratios(load_targets(PAPER).value("neo.fig9.t4_max"))
     t4_peaks_first = sum(
         1 for row in t4_bound["ratios"].values() if max(row.values()) == next(iter(row.values()))
     )
-    checks.append(
+    worst = sweeps.worst
+    return [
         _check(
             "neo.fig9.rise_then_fall",
             sum(good.values()) / len(good),
@@ -689,12 +714,9 @@ def _synthetic_checks() -> list[Check]:
             t4_in500=", ".join(f"{v:.2f}×" for v in t4_bound["ratios"]["in500"].values()),
             t4_first=t4_peaks_first,
             t4_inputs=len(T4_INPUTS),
-        )
-    )
-    checks.append(
-        check(PAPER, "neo.fig9.worst_ratio", worst[0], details={"at": worst[1]}, at=worst[1])
-    )
-    return checks
+        ),
+        check(PAPER, "neo.fig9.worst_ratio", worst[0], details={"at": worst[1]}, at=worst[1]),
+    ]
 
 
 @runner(PAPER)
