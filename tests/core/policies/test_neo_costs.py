@@ -209,3 +209,62 @@ def test_a_gpu_block_override_past_the_memory_is_rejected() -> None:
         NeoPolicy().build(node("neo", gpu_blocks=1000), LLAMA7B, reqs)
     with pytest.raises(CapacityError, match="gpu_blocks"):
         GpuOnlyPolicy().simulate(node("gpu-only", gpu_blocks=1000), LLAMA7B, reqs)
+
+
+#: GPU_RT costed by kernel classes (round numbers: the form matters here, not the fit).
+_KERNEL_RT = replace(
+    GPU_RT,
+    slug="test-gpu-kernels",
+    params={
+        **GPU_RT.params,
+        "kernels_per_pass": 10,
+        "gemm_n_half": 64.0,
+        "norm_bw_eff": 0.4,
+        "rope_bw_eff": 0.4,
+        "act_bw_eff": 0.5,
+        "copy_bw_eff": 0.8,
+        "kernel_floor_us": 4.0,
+        "attn_prefill_eff": 0.3,
+        "attn_prefill_n_half": 512.0,
+        "attn_decode_bw_eff": 0.8,
+        "attn_decode_fixed_us": 10.0,
+        "layer_fixed_us": 2.0,
+        "host_step_us": 300.0,
+        "host_step_per_seq_us": 50.0,
+    },
+)
+
+
+@pytest.mark.parametrize(("batch", "cached"), [(1, 0), (7, 3000), (40, 20000)])
+def test_kernel_class_stage_costs_add_up_to_the_gpu_models_decode_step(
+    batch: int, cached: int
+) -> None:
+    big = {"mem_gb": 80.0, "bw": 2000.0, "tflops": 312.0}
+    dm = GpuModel(gpu(**big), _KERNEL_RT)
+    c = StageCosts(dm, CpuModel(cpu(), CPU_RT), LLAMA7B, 1)
+    whole = dm.decode_step(LLAMA7B, batch, cached).seconds
+    parts = LLAMA7B.n_layers * (
+        c.linear_layer_s(batch) + c.gpu_decode_attn_layer_s(batch, cached)
+    ) + c.pre_post_s(batch, batch)
+    assert parts == pytest.approx(whole, rel=1e-12)
+
+
+@pytest.mark.parametrize("lens", [[16], [1500], [300, 900, 40]])
+def test_kernel_class_stage_costs_add_up_to_the_gpu_models_prefill(lens: list[int]) -> None:
+    big = {"mem_gb": 80.0, "bw": 2000.0, "tflops": 312.0}
+    dm = GpuModel(gpu(**big), _KERNEL_RT)
+    c = StageCosts(dm, CpuModel(cpu(), CPU_RT), LLAMA7B, 1)
+    whole = dm.prefill(LLAMA7B, lens).seconds
+    tokens = sum(lens)
+    parts = LLAMA7B.n_layers * (
+        c.linear_layer_s(tokens) + c.prefill_attn_layer_s(lens)
+    ) + c.pre_post_s(tokens, len(lens))
+    assert parts == pytest.approx(whole, rel=1e-12)
+
+
+def test_a_second_sub_batch_pays_the_host_step_without_its_fixed_share() -> None:
+    dm = GpuModel(gpu(), _KERNEL_RT)
+    c = StageCosts(dm, CpuModel(cpu(), CPU_RT), LLAMA7B, 1)
+    assert c.pre_post_s(8, 8) - c.pre_post_s(8, 8, step=False) == pytest.approx(300e-6)
+    eager = _costs()
+    assert eager.pre_post_s(8, 8) == eager.pre_post_s(8, 8, step=False)
