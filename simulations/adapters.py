@@ -14,6 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from simulations.core.catalog import Catalog
+from simulations.core.provenance import calibration_from_dict
 from simulations.core.spec import (
     DeviceKind,
     DeviceSpec,
@@ -39,7 +40,7 @@ DEVICE_PLAIN_FIELDS = _plain_fields(
     frozenset({"memory", "host_link", "peer_link", "parent", "npu_static_shapes", "sources"}),
 )
 #: RuntimeProfile fields stored under the same name on the RuntimeProfile row.
-RUNTIME_FIELDS = _plain_fields(RuntimeProfile, frozenset({"params", "sources"}))
+RUNTIME_FIELDS = _plain_fields(RuntimeProfile, frozenset({"params", "sources", "calibration"}))
 #: ModelSpec fields stored under the same name on the LLMModel row.
 MODEL_FIELDS = _plain_fields(ModelSpec, frozenset({"sources"}))
 _LINK_COLUMNS = ("bw_gbps", "latency_us", "pcie_gen", "lanes")
@@ -82,6 +83,7 @@ def runtime_spec(row: RuntimeProfileRow) -> RuntimeProfile:
         **{f: getattr(row, f) for f in RUNTIME_FIELDS},
         params=dict(row.params or {}),
         sources=dict(row.sources or {}),
+        calibration=calibration_from_dict(row.calibration or {}),
     )
 
 
@@ -163,6 +165,7 @@ def runtime_values(spec: RuntimeProfile) -> dict[str, Any]:
     values["device_kind"] = spec.device_kind.value
     values["params"] = dict(spec.params)
     values["sources"] = dict(spec.sources)
+    values["calibration"] = spec.calibration.as_dict()
     return values
 
 
