@@ -38,7 +38,7 @@ def test_leave_one_out_fits_only_on_the_training_gpu() -> None:
     ("values", "filename", "slug"),
     [
         (gpu_fp16.fitted_values, "gpu.json", "hf-eager-fp16"),
-        (gpu_vllm.derived_values, "gpu.json", "vllm-fp16"),
+        (gpu_vllm.fitted_values, "gpu.json", "vllm-fp16"),
         (fpga_flightllm.fitted_values, "fpga.json", "flightllm-w4a8"),
     ],
 )
