@@ -201,6 +201,7 @@ class RowFit:
         r = self.row
         return {
             "line": r.line,
+            "label": r.label,
             "device": r.device,
             "model": r.model,
             "op": r.op or None,
