@@ -61,6 +61,7 @@ from simulations.core.devices.gpu_kernels import (
     KernelParams,
     layer_extra_ops,
     op_features,
+    runtime_values,
 )
 from simulations.core.errors import CapacityError, CoreError, SpecError
 from simulations.core.graph import Op, Precision, decode_graph, prefill_graph
@@ -569,15 +570,7 @@ def with_values(base: RuntimeProfile, values: Mapping[str, float]) -> RuntimePro
 
 def _base_values(base: RuntimeProfile) -> dict[str, float]:
     """The base profile's value of every parameter (START where it sets none)."""
-    out = {"compute_eff": base.compute_eff, "bw_eff": base.bw_eff}
-    for name, spec in KERNEL_PARAMS.items():
-        if name in base.params:
-            out[name] = float(base.params[name])
-        elif spec.default is not None:
-            out[name] = spec.default
-        else:
-            out[name] = START[name]
-    return out
+    return runtime_values(base, START)
 
 
 # --- fitting --------------------------------------------------------------------------------

@@ -308,20 +308,7 @@ class KernelParams:
     @classmethod
     def of(cls, runtime: RuntimeProfile) -> KernelParams:
         """The values ``runtime`` holds (SpecError naming a missing or out-of-bounds one)."""
-        values: dict[str, float] = {
-            "compute_eff": runtime.compute_eff,
-            "bw_eff": runtime.bw_eff,
-        }
-        for name, spec in KERNEL_PARAMS.items():
-            if name in runtime.params:
-                values[name] = float(runtime.params[name])
-            elif spec.default is not None:
-                values[name] = spec.default
-            else:
-                raise SpecError(
-                    f"{runtime.slug}.params.{name}",
-                    f"missing: the kernel-class GPU model needs it ({spec.meaning}, {spec.unit})",
-                )
+        values = runtime_values(runtime)
         for name, value in values.items():
             spec = ALL_PARAMS[name]
             if not (math.isfinite(value) and spec.lower <= value <= spec.upper):
@@ -342,6 +329,28 @@ class KernelParams:
     def as_dict(self) -> dict[str, float]:
         """Name → value, fields first."""
         return {n: float(getattr(self, n)) for n in ALL_PARAMS}
+
+
+def runtime_values(
+    runtime: RuntimeProfile, missing: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """Every parameter's value in ``runtime`` (fields first): an optional parameter it does
+    not set at its default, a required one from ``missing`` (SpecError naming it when
+    ``missing`` is None or lacks it)."""
+    values: dict[str, float] = {"compute_eff": runtime.compute_eff, "bw_eff": runtime.bw_eff}
+    for name, spec in KERNEL_PARAMS.items():
+        if name in runtime.params:
+            values[name] = float(runtime.params[name])
+        elif spec.default is not None:
+            values[name] = spec.default
+        elif missing is not None and name in missing:
+            values[name] = float(missing[name])
+        else:
+            raise SpecError(
+                f"{runtime.slug}.params.{name}",
+                f"missing: the kernel-class GPU model needs it ({spec.meaning}, {spec.unit})",
+            )
+    return values
 
 
 class KernelCosts:
@@ -460,6 +469,7 @@ __all__ = [
     "layer_extra_ops",
     "op_class",
     "op_features",
+    "runtime_values",
     "sampler_op",
     "uses_kernel_model",
 ]

@@ -12,31 +12,14 @@ from simulations.core.devices.gpu_kernels import KERNEL_PARAMS, KernelClass, op_
 from simulations.core.errors import SpecError
 from simulations.core.graph import OpKind, Phase, decode_graph, prefill_graph
 from simulations.core.spec import DeviceSpec, MemoryTier, ModelSpec, RuntimeProfile
+from tests.core.devices.gpu_doubles import KERNEL_PARAMS_DOUBLE
 
 CAT = builtin_catalog()
 A100: DeviceSpec = CAT.device("a100-80gb")
 EAGER: RuntimeProfile = CAT.runtime("hf-eager-fp16")
 LLAMA2_7B: ModelSpec = CAT.model("llama2-7b")
 
-#: A kernel-class stack with round numbers (not the catalog's fit: these tests are about
-#: the model's form).
-KPARAMS = {
-    "kernels_per_pass": 10.0,
-    "fused_attention": 1.0,
-    "gemm_n_half": 64.0,
-    "norm_bw_eff": 0.4,
-    "rope_bw_eff": 0.4,
-    "act_bw_eff": 0.5,
-    "copy_bw_eff": 0.8,
-    "kernel_floor_us": 4.0,
-    "attn_prefill_eff": 0.3,
-    "attn_prefill_n_half": 512.0,
-    "attn_decode_bw_eff": 0.8,
-    "attn_decode_fixed_us": 10.0,
-    "layer_fixed_us": 2.0,
-    "host_step_us": 300.0,
-    "host_step_per_seq_us": 50.0,
-}
+KPARAMS = KERNEL_PARAMS_DOUBLE
 STACK = RuntimeProfile(
     slug="test-kernels",
     name="test kernel-class stack",
