@@ -346,6 +346,7 @@ class RuntimeProfileSerializer(CatalogSerializer):
             "params": dict(spec.params),
             "default_for_kind": instance.default_for_kind,
             "sources": dict(spec.sources),
+            "calibration": spec.calibration.as_dict(),
             "notes": instance.notes,
             "created_at": dt.to_representation(instance.created_at),
             "updated_at": dt.to_representation(instance.updated_at),

@@ -16,6 +16,7 @@ from typing import Any
 from simulations.core.catalog import Catalog, device_from_dict
 from simulations.core.devices import CONTAINER_KINDS, device_family
 from simulations.core.errors import SpecError
+from simulations.core.provenance import calibration_from_dict
 from simulations.core.spec import (
     DeviceSpec,
     LinkSpec,
@@ -53,7 +54,7 @@ PARAM_COLUMNS = {
 }
 _PARAM_COLUMN = {name: column for column, name in PARAM_COLUMNS.items()}
 #: RuntimeProfile fields stored under the same name on the RuntimeProfile row.
-RUNTIME_FIELDS = _plain_fields(RuntimeProfile, frozenset({"params", "sources"}))
+RUNTIME_FIELDS = _plain_fields(RuntimeProfile, frozenset({"params", "sources", "calibration"}))
 #: ModelSpec fields stored under the same name on the LLMModel row.
 MODEL_FIELDS = _plain_fields(ModelSpec, frozenset({"sources"}))
 _LINK_COLUMNS = ("bw_gbps", "latency_us", "pcie_gen", "lanes")
@@ -160,6 +161,7 @@ def runtime_spec(row: RuntimeProfileRow) -> RuntimeProfile:
         **{f: getattr(row, f) for f in RUNTIME_FIELDS},
         params=dict(row.params or {}),
         sources=dict(row.sources or {}),
+        calibration=calibration_from_dict(row.calibration or {}),
     )
 
 
@@ -255,6 +257,7 @@ def runtime_values(spec: RuntimeProfile) -> dict[str, Any]:
     values["device_kind"] = str(spec.device_kind)
     values["params"] = dict(spec.params)
     values["sources"] = dict(spec.sources)
+    values["calibration"] = spec.calibration.as_dict()
     return values
 
 

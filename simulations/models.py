@@ -35,6 +35,8 @@ from simulations.choices import (
     RunStatus,
 )
 from simulations.core import scenario as scenario_rules
+from simulations.core.errors import SpecError
+from simulations.core.provenance import calibration_from_dict
 from simulations.core.spec import MAX_QUANTITY
 
 #: Largest model dimension (layers, hidden size, vocabulary, ...) the core accepts.
@@ -418,6 +420,12 @@ class RuntimeProfile(CatalogItem):
     default_for_kind = models.BooleanField(
         default=False, help_text="Use this profile for devices of its kind when none is named."
     )
+    calibration = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the profile was fitted on: devices and models (slugs), measurement "
+        "sets, method, fit error (fractions) and notes; empty devices = derived, not measured.",
+    )
 
     class Meta(CatalogItem.Meta):
         constraints = [
@@ -445,8 +453,13 @@ class RuntimeProfile(CatalogItem):
         ]
 
     def clean(self) -> None:
-        """``params`` must map names to finite numbers."""
+        """``params`` must map names to finite numbers; ``calibration`` must be a valid
+        provenance block."""
         super().clean()
+        try:
+            calibration_from_dict(self.calibration or {})
+        except SpecError as exc:
+            raise ValidationError({"calibration": f"{exc.field}: {exc.message}"}) from exc
         params = self.params
         if not isinstance(params, dict) or not all(
             isinstance(k, str)

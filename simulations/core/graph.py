@@ -224,6 +224,16 @@ class PhaseGraph:
         the embedding, the layer's operators, the final norm and the LM head)."""
         return self.ops[1:-2]
 
+    @property
+    def pre_ops(self) -> tuple[Op, ...]:
+        """Operators that run once before the layers (the embedding)."""
+        return self.ops[:1]
+
+    @property
+    def post_ops(self) -> tuple[Op, ...]:
+        """Operators that run once after the layers (final norm, LM head)."""
+        return self.ops[-2:]
+
     def summary(self) -> dict[str, float]:
         """Totals as a JSON-friendly dict (FLOPs, bytes by kind, intensity)."""
         flops, nbytes = self.flops, self.bytes

@@ -9,6 +9,7 @@ import numpy as np
 from .errors import SpecError
 from .policies import get_policy
 from .policies.base import ProgressFn
+from .provenance import annotate_result
 from .spec import ScenarioSpec
 
 
@@ -22,6 +23,8 @@ def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> d
     if a system names a policy the core does not implement. A SpecError (or CapacityError)
     from a system's run is re-raised with its field prefixed by ``systems[i].`` (unless it
     names the workload or model, which all systems share) and the system's name appended.
+    Each device entry of each system carries its profile's provenance
+    (:func:`~.provenance.annotate_result`).
     """
     from . import policies as _policies  # noqa: F401  (fills the registry)
 
@@ -36,16 +39,17 @@ def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> d
                 progress((i + min(max(frac, 0.0), 1.0)) / n)
 
         try:
-            results.append(
-                cls().run(
-                    system, scenario.model, scenario.workload, scenario.slo, rng, sub_progress
-                )
+            result = cls().run(
+                system, scenario.model, scenario.workload, scenario.slo, rng, sub_progress
             )
         except SpecError as exc:
             field = exc.field
             if not field.startswith(("systems[", "workload", "model")):
                 field = f"systems[{i}].{field}"
             raise type(exc)(field, f"{exc.message} (system {system.name!r})") from exc
+        # Every device entry says how its profile was calibrated, whatever built it.
+        annotate_result(system, scenario.model, result)
+        results.append(result)
     if progress is not None:
         progress(1.0)
     return {"scenario": scenario.name, "model": scenario.model.slug, "systems": results}

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from .errors import SpecError
+from .provenance import CalibrationInfo, calibration_from_dict
 
 # --- enumerations ----------------------------------------------------------------------------
 
@@ -322,6 +323,8 @@ class RuntimeProfile:
     ``simulations/core/calibration``); nothing here is specific to one (device, workload).
     ``params`` carries extra fitted parameters a device model documents (e.g. FPGA prefetch
     or power coefficients); unknown keys are rejected by the device model that reads them.
+    ``calibration`` records what the profile was fitted on (devices, models, measurement
+    sets, fit error; see :mod:`~.provenance`); like ``sources`` it takes no part in equality.
     """
 
     slug: str
@@ -336,11 +339,18 @@ class RuntimeProfile:
     kernels_per_layer: int = 0
     params: Mapping[str, float] = field(default_factory=dict, compare=False, hash=False)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    calibration: CalibrationInfo = field(default_factory=CalibrationInfo, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(
             self, "device_kind", device_kind(self.device_kind, f"{self.slug}.device_kind")
         )
+        if not isinstance(self.calibration, CalibrationInfo):
+            object.__setattr__(
+                self,
+                "calibration",
+                calibration_from_dict(self.calibration, f"{self.slug}.calibration"),
+            )
         for name in ("weight_bits", "act_bits", "kv_bits"):
             bits = getattr(self, name)
             if bits not in (2, 3, 4, 8, 16, 32):

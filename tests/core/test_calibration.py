@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from simulations.core.calibration import gpu_vllm
 from simulations.core.calibration.common import compare_with_catalog, round_sig
-from simulations.core.policies.glitches.calibration import fpga_flightllm, gpu_fp16, gpu_vllm
+from simulations.core.policies.glitches.calibration import fpga_flightllm, gpu_fp16
 
 
 def test_one_eager_profile_meets_five_percent_on_all_four_gpu_latencies() -> None:
@@ -38,7 +39,7 @@ def test_leave_one_out_fits_only_on_the_training_gpu() -> None:
     ("values", "filename", "slug"),
     [
         (gpu_fp16.fitted_values, "gpu.json", "hf-eager-fp16"),
-        (gpu_vllm.derived_values, "gpu.json", "vllm-fp16"),
+        (gpu_vllm.fitted_values, "gpu.json", "vllm-fp16"),
         (fpga_flightllm.fitted_values, "fpga.json", "flightllm-w4a8"),
     ],
 )

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.django_db
 
 
 def assert_same_catalog(got: Catalog, want: Catalog) -> None:
-    """Equal specs (dataclass equality) and equal ``sources``/``params`` (excluded from it)."""
+    """Equal specs (dataclass equality) and equal ``sources``/``params``/``calibration``
+    (excluded from it)."""
     assert got.devices.keys() == want.devices.keys()
     assert got.runtimes.keys() == want.runtimes.keys()
     assert got.models.keys() == want.models.keys()
@@ -29,6 +30,7 @@ def assert_same_catalog(got: Catalog, want: Catalog) -> None:
         assert got.runtimes[slug] == rt, slug
         assert dict(got.runtimes[slug].params) == dict(rt.params), slug
         assert dict(got.runtimes[slug].sources) == dict(rt.sources), slug
+        assert got.runtimes[slug].calibration == rt.calibration, slug
     for slug, model in want.models.items():
         assert got.models[slug] == model, slug
         assert dict(got.models[slug].sources) == dict(model.sources), slug

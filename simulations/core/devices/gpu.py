@@ -17,6 +17,7 @@ from simulations.core.graph import (
     GraphTotals,
     Op,
     OpKind,
+    Phase,
     PhaseGraph,
     Precision,
     decode_frame,
@@ -30,6 +31,15 @@ from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProf
 
 from . import register_device_model
 from .base import DeviceModel, PhaseCost, StreamFloor, check_capacity, check_params, frac_param
+from .gpu_kernels import (
+    KERNEL_PARAMS,
+    MEASURED_KERNELS,
+    KernelCosts,
+    KernelParams,
+    layer_extra_ops,
+    sampler_op,
+    uses_kernel_model,
+)
 
 #: Runtime ``params`` the GPU model reads (anything else is a typo and rejected).
 GPU_PARAMS: Mapping[str, str] = {
@@ -58,6 +68,65 @@ class OpTime:
     def bound(self) -> str:
         """``compute`` or ``memory``: the roofline side that sets the kernel's duration."""
         return "compute" if self.compute_s >= self.memory_s else "memory"
+
+
+@dataclass(frozen=True, slots=True)
+class KernelTime:
+    """One kernel of a pass in a :class:`PassBreakdown`: ``seconds`` over the whole pass
+    (all layers), ``per_layer_s`` for a kernel that runs once per layer (else None)."""
+
+    name: str
+    ops: tuple[str, ...]
+    seconds: float
+    per_layer_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PassBreakdown:
+    """Where the time of one forward pass goes (:meth:`GpuModel.breakdown`).
+
+    ``kernels`` are the layers' kernels, named as the stack's measured kernels (the layout
+    of ``data/measurements/*_operators.csv``) under the kernel-class model, else by graph
+    operator; ``extras`` is everything else, in seconds: the graph operators outside the
+    layers (``embedding``, ``final_norm``, ``lm_head``), layer operators the measured set
+    does not time (``unmeasured:<op>``), the ``sampler`` and ``bookkeeping`` kernels, the
+    per-layer idle time (``layer_fixed``), the host's step (``host``) and the launch cost of
+    an eager stack (``launch``). ``seconds`` is the pass's time (what ``prefill`` /
+    ``decode_step`` charge): the sum of both parts.
+    """
+
+    phase: str
+    kernels: tuple[KernelTime, ...]
+    extras: Mapping[str, float]
+    seconds: float
+
+    @property
+    def kernels_s(self) -> float:
+        """Seconds of the layers' kernels (all layers)."""
+        return sum(k.seconds for k in self.kernels)
+
+    @property
+    def extras_s(self) -> float:
+        """Seconds outside the layers' kernels."""
+        return sum(self.extras.values())
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-friendly milliseconds."""
+        return {
+            "phase": self.phase,
+            "kernels": [
+                {
+                    "name": k.name,
+                    "ops": list(k.ops),
+                    "ms": k.seconds * 1e3,
+                    "per_layer_ms": None if k.per_layer_s is None else k.per_layer_s * 1e3,
+                }
+                for k in self.kernels
+            ],
+            "kernels_ms": self.kernels_s * 1e3,
+            "extras_ms": {k: v * 1e3 for k, v in self.extras.items()},
+            "total_ms": self.seconds * 1e3,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,15 +175,23 @@ class GpuModel(DeviceModel):
     *Memory.* Weights plus the KV cache of every resident token plus the largest operator's
     activations must fit the device's primary memory, else CapacityError.
 
-    Deviations: no GEMM-shape efficiency curve (one compute_eff per stack), no kernel
-    run-ahead, no overlap of independent kernels (streams), no clock throttling; glue
-    kernels have no GPU time; idle draw is ``power_wait_frac × TDP`` (datasheets publish no
-    idle power).
+    *Kernel classes.* A profile that sets the parameters of
+    :mod:`~simulations.core.devices.gpu_kernels` (a fused serving stack such as
+    ``vllm-fp16``) replaces the single roofline by per-kernel-class rates: a GEMM efficiency
+    that saturates with the tokens in the batch, FlashAttention prefill and paged decode
+    attention, bandwidth-bound elementwise kernels with a floor, and the pass's costs outside
+    the layers (sampler, host step). The plain roofline above is then not used; a profile
+    that sets none of them (``hf-eager-fp16``) is costed exactly as described above.
+
+    Deviations: no GEMM-shape efficiency curve under the plain roofline (one compute_eff per
+    stack), no kernel run-ahead, no overlap of independent kernels (streams), no clock
+    throttling; glue kernels have no GPU time; idle draw is ``power_wait_frac × TDP``
+    (datasheets publish no idle power).
     """
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         super().__init__(device, runtime)
-        check_params(runtime, GPU_PARAMS)
+        check_params(runtime, (*GPU_PARAMS, *KERNEL_PARAMS))
         self.precision = Precision.of(runtime)
         self.peak_ops = device.peak_ops_per_s(runtime.act_bits, runtime.weight_bits)
         self.ops_rate = self.peak_ops * runtime.compute_eff
@@ -124,6 +201,23 @@ class GpuModel(DeviceModel):
         if self.kernels_per_pass < 0:
             raise SpecError(f"{runtime.slug}.params.kernels_per_pass", "must not be negative")
         self.fused_attention = bool(runtime.param("fused_attention", 0.0))
+        #: The kernel-class model (None: the plain roofline of GLITCHES §III-A).
+        self.kernels: KernelCosts | None = None
+        #: Shortest time of any kernel (0 under the plain roofline, where only the host's
+        #: launch cost bounds a kernel).
+        self.kernel_floor_s = 0.0
+        if uses_kernel_model(runtime):
+            if not self.fused_attention:
+                raise SpecError(
+                    f"{runtime.slug}.params.fused_attention",
+                    "the kernel-class GPU model needs fused attention (1)",
+                )
+            self.kernels = KernelCosts(device, self.precision, KernelParams.of(runtime))
+            self.kernel_floor_s = self.kernels.floor_s
+            # The best rates any kernel achieves: lower bounds on every operator's time
+            # (what rate-based screens divide by).
+            self.ops_rate = self.kernels.best_ops_rate
+            self.bw = self.kernels.best_bw
         self.p_compute = frac_param(runtime, "power_compute_frac", 1.0) * device.tdp_w
         self.p_memory = frac_param(runtime, "power_memory_frac", 1.0) * device.tdp_w
         self.p_wait = frac_param(runtime, "power_wait_frac", 0.0) * device.tdp_w
@@ -164,7 +258,13 @@ class GpuModel(DeviceModel):
         # The same accumulation as _split over decode_graph(...).ops, in the same order, with
         # the operators around attention (the same at every step) replayed from the plan.
         per_op = plan.per_op
-        acc = _accumulate(plan.head, (self._op_terms(op, per_op) for op in attn))
+        if self.kernels is None:
+            acc = _accumulate(plan.head, (self._op_terms(op, per_op) for op in attn))
+        else:
+            att = kv_tokens + batch
+            acc = _accumulate(
+                plan.head, (self._op_terms_k(op, per_op, True, batch, att) for op in attn)
+            )
         seconds, t_comp, t_mem = _accumulate(acc, plan.tail)
         seconds += plan.host_only
         t_wait = max(0.0, seconds - t_comp - t_mem)
@@ -196,8 +296,17 @@ class GpuModel(DeviceModel):
         return StreamFloor(shared, model.kv_bytes_per_token(self.runtime.kv_bits), self.bw)
 
     def op_times(self, graph: PhaseGraph) -> list[OpTime]:
-        """Roofline time of each operator instance of ``graph`` (without host overhead)."""
-        return [self._op_time(op) for op in graph.ops]
+        """Time of each operator instance of ``graph`` without host overhead or the kernel
+        floor (:attr:`kernel_floor_s`): the roofline, or the kernel-class times."""
+        k = self.kernels
+        if k is None:
+            return [self._op_time(op) for op in graph.ops]
+        decode = graph.phase is Phase.DECODE
+        out = []
+        for op in graph.ops:
+            c, m = k.cm(op, decode, graph.tokens, graph.attended)
+            out.append(OpTime(op.name, max(c, m), c, m, op.repeat))
+        return out
 
     def timeline(self, graph: PhaseGraph) -> dict[str, float]:
         """Seconds of the pass split into compute-bound, memory-bound and waiting time."""
@@ -208,6 +317,95 @@ class GpuModel(DeviceModel):
             "memory_bound_s": t_mem,
             "host_wait_s": t_wait,
         }
+
+    def layer_extra_s(self, model: ModelSpec, tokens: int) -> float:
+        """One layer's time beyond its graph operators for ``tokens`` tokens: the stack's
+        extra kernels and idle time under the kernel-class model (0 under the roofline,
+        whose glue kernels cost host launches only)."""
+        k = self.kernels
+        if k is None or tokens <= 0:
+            return 0.0
+        floor = max(self._host(1, 1)[0], k.floor_s)
+        q_dim = model.n_heads * model.head_dim
+        extra = sum(
+            max(k.seconds(op, False, tokens, 0), floor)
+            for op in layer_extra_ops(model.n_layers, q_dim, tokens, self.precision)
+        )
+        return extra + k.layer_fixed_s
+
+    def pass_extra_s(self, model: ModelSpec, sequences: int, *, step: bool = True) -> float:
+        """A pass's time outside the graph and the launches under the kernel-class model
+        (0 under the roofline): the sampler over ``sequences`` sequences' logits, the
+        bookkeeping kernels and the host's step (without its fixed share when ``step`` is
+        False: a second sub-batch of the same iteration)."""
+        k = self.kernels
+        if k is None or sequences <= 0:
+            return 0.0
+        floor = max(self._host(1, 1)[0], k.floor_s)
+        sampler = sampler_op(model.vocab_size, sequences, self.precision)
+        return (
+            max(k.seconds(sampler, False, sequences, 0), floor)
+            + k.bookkeeping_s(self.kernels_per_pass)
+            + k.host_s(sequences, step=step)
+        )
+
+    def breakdown(self, graph: PhaseGraph) -> PassBreakdown:
+        """Where the time of the pass ``graph`` goes, kernel by kernel (see
+        :class:`PassBreakdown`); its ``seconds`` is what the pass costs."""
+        per_op, host_only = self._host(len(graph.layer_ops), graph.n_layers)
+        k = self.kernels
+        decode = graph.phase is Phase.DECODE
+        if k is None:
+            floor = per_op
+
+            def time(op: Op) -> float:
+                return max(op.flops / self.ops_rate, op.bytes / self.bw, floor)
+
+        else:
+            floor = max(per_op, k.floor_s)
+
+            def time(op: Op) -> float:
+                return max(k.seconds(op, decode, graph.tokens, graph.attended), floor)
+
+        extras: dict[str, float] = {}
+        for op in (*graph.pre_ops, *graph.post_ops):
+            extras[op.name] = time(op) * op.repeat
+        by_op = {op.name: op for op in graph.layer_ops}
+        kernels: list[KernelTime] = []
+        if k is None:
+            groups: list[tuple[str, tuple[Op, ...]]] = [(op.name, (op,)) for op in graph.layer_ops]
+        else:
+            groups = []
+            seen: set[str] = set()
+            layer_ops = (*graph.layer_ops, *self._layer_extras(graph))
+            by_op.update((op.name, op) for op in layer_ops)
+            for name, members in MEASURED_KERNELS.items():
+                if (name == "attn_prefill" and decode) or (name == "attn_decode" and not decode):
+                    continue
+                ops = tuple(by_op[m] for m in members if m in by_op)
+                if ops:
+                    groups.append((name, ops))
+                    seen.update(op.name for op in ops)
+            for op in layer_ops:
+                if op.name not in seen:
+                    extras[f"unmeasured:{op.name}"] = time(op) * op.repeat
+        n_layers = graph.n_layers
+        for name, ops in groups:
+            per_layer = sum(time(op) for op in ops)
+            kernels.append(
+                KernelTime(name, tuple(op.name for op in ops), per_layer * n_layers, per_layer)
+            )
+        if k is None:
+            extras["launch"] = host_only
+        else:
+            sampler = sampler_op(graph.ops[-1].out_features, graph.sequences, self.precision)
+            extras["sampler"] = time(sampler)
+            extras["bookkeeping"] = k.bookkeeping_s(self.kernels_per_pass)
+            extras["layer_fixed"] = k.layer_fixed_s * n_layers
+            extras["host"] = k.host_s(graph.sequences)
+            if host_only:
+                extras["launch"] = host_only
+        return PassBreakdown(graph.phase.value, tuple(kernels), extras, self._split(graph)[0])
 
     # --- internals -----------------------------------------------------------------------
 
@@ -242,12 +440,58 @@ class GpuModel(DeviceModel):
             return True, c * r, (c if c > per_op else per_op) * r
         return False, m * r, (m if m > per_op else per_op) * r
 
+    def _op_terms_k(
+        self, op: Op, per_op: float, decode: bool, tokens: int, attended: int
+    ) -> tuple[bool, float, float]:
+        """:meth:`_op_terms` under the kernel-class model (``per_op``: the larger of the
+        launch share and the kernel floor)."""
+        assert self.kernels is not None
+        c, m = self.kernels.cm(op, decode, tokens, attended)
+        r = op.repeat
+        if c >= m:
+            return True, c * r, (c if c > per_op else per_op) * r
+        return False, m * r, (m if m > per_op else per_op) * r
+
+    def _layer_extras(self, g: PhaseGraph) -> tuple[Op, ...]:
+        """The stack's per-layer kernels outside the graph, for the pass ``g``."""
+        o_proj = next(op for op in g.layer_ops if op.name == "o_proj")
+        return layer_extra_ops(g.n_layers, o_proj.in_features, g.tokens, self.precision)
+
+    def _extra_terms(
+        self, g: PhaseGraph, per_op: float, host_only: float
+    ) -> tuple[list[tuple[bool, float, float]], float]:
+        """Under the kernel-class model: the terms of the kernels outside the graph (the
+        layers' extra kernels, the sampler) and the pass's host-only seconds (launches,
+        layer idle time, bookkeeping kernels, the host's step)."""
+        k = self.kernels
+        assert k is not None
+        sampler = sampler_op(g.ops[-1].out_features, g.sequences, self.precision)
+        ops = (*self._layer_extras(g), sampler)
+        terms = [self._op_terms_k(op, per_op, False, g.tokens, 0) for op in ops]
+        host = (
+            host_only
+            + k.layer_fixed_s * g.n_layers
+            + k.bookkeeping_s(self.kernels_per_pass)
+            + k.host_s(g.sequences)
+        )
+        return terms, host
+
     def _split(self, g: PhaseGraph) -> tuple[float, float, float, float]:
         """(seconds, compute-bound, memory-bound, waiting) seconds of one pass."""
         per_op, host_only = self._host(len(g.layer_ops), g.n_layers)
-        seconds, t_comp, t_mem = _accumulate(
-            (0.0, 0.0, 0.0), (self._op_terms(op, per_op) for op in g.ops)
-        )
+        if self.kernels is None:
+            terms: Iterable[tuple[bool, float, float]] = (
+                self._op_terms(op, per_op) for op in g.ops
+            )
+        else:
+            per_op = max(per_op, self.kernels.floor_s)
+            decode = g.phase is Phase.DECODE
+            extra, host_only = self._extra_terms(g, per_op, host_only)
+            terms = [
+                *(self._op_terms_k(op, per_op, decode, g.tokens, g.attended) for op in g.ops),
+                *extra,
+            ]
+        seconds, t_comp, t_mem = _accumulate((0.0, 0.0, 0.0), terms)
         seconds += host_only
         # Waiting is what is left once the kernels' own time is taken out (never negative).
         t_wait = max(0.0, seconds - t_comp - t_mem)
@@ -276,7 +520,22 @@ class GpuModel(DeviceModel):
         # Layer operators: all but the embedding (head) and final norm + LM head (tail).
         n_ops = len(frame.head) - 1 + n_attn + len(frame.tail) - 2
         per_op, host_only = self._host(n_ops, model.n_layers)
-        head = _accumulate((0.0, 0.0, 0.0), (self._op_terms(op, per_op) for op in frame.head))
+        if self.kernels is None:
+            head = _accumulate((0.0, 0.0, 0.0), (self._op_terms(op, per_op) for op in frame.head))
+            tail = tuple(self._op_terms(op, per_op) for op in frame.tail)
+        else:
+            # Tokens and attended pairs only matter to attention, which is not in head or
+            # tail; the kernels outside the graph follow the tail, as in _split.
+            per_op = max(per_op, self.kernels.floor_s)
+            head = _accumulate(
+                (0.0, 0.0, 0.0),
+                (self._op_terms_k(op, per_op, True, batch, 0) for op in frame.head),
+            )
+            extra, host_only = self._extra_terms(frame.graph(0), per_op, host_only)
+            tail = (
+                *(self._op_terms_k(op, per_op, True, batch, 0) for op in frame.tail),
+                *extra,
+            )
         if len(self._plans) >= 4096:
             self._plans.clear()
         plan = self._plans[(model, batch)] = _DecodePlan(
@@ -284,7 +543,7 @@ class GpuModel(DeviceModel):
             per_op,
             host_only,
             head,
-            tuple(self._op_terms(op, per_op) for op in frame.tail),
+            tail,
             max(op.act_read_bytes + op.act_write_bytes for op in (*frame.head, *frame.tail)),
             self.weights_bytes(model),
             model.kv_bytes_per_token(self.runtime.kv_bits),

@@ -10,8 +10,9 @@ Shape (units in the key names; ``null`` where a figure does not exist)::
      "screen": {"seconds", "configurations_per_s", "cost_tables_seconds"},
      "confirmation": {"engine_runs", "feasible", "rounds", "engine_seconds", "budget",
                       "complete"},
-     "recommendation": {"key", "description", "system", "capex_usd", "metrics", "exact",
-                        "binding", "reasons", "runner_up", "cheaper"} | null,
+     "recommendation": {"key", "description", "system", "capex_usd", "metrics",
+                        "calibration", "exact", "binding", "reasons", "runner_up",
+                        "cheaper"} | null,
      "per_device_type": [{"device", "label", "runtime", "price_usd", "price_source",
                           "cheapest" | null, "exact", "why_none"}],
      "pareto": {"capex_vs_throughput", "capex_vs_energy_per_token", "tolerance", "exact"},
@@ -25,7 +26,9 @@ Shape (units in the key names; ``null`` where a figure does not exist)::
      "scenario_omits": {"keys", "why"} (only when some are left out of the scenario)}
 
 A ``system`` entry (recommendation, runner-up, cheapest per device type) is a scenario
-``systems`` entry carrying the same quoted prices.
+``systems`` entry carrying the same quoted prices; beside it, ``calibration`` says for each
+placement whether its runtime profile was measured on that device, transferred from others
+or derived (:func:`simulations.core.provenance.device_calibration`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simulations.core.provenance import device_calibration
 from simulations.core.scenario import MAX_SYSTEMS, scenario_to_document
 from simulations.core.spec import ScenarioSpec
 
@@ -112,6 +116,23 @@ def _system_document(config: Config, plan: PlanSpec) -> dict[str, Any]:
     return doc
 
 
+def _calibration(config: Config, plan: PlanSpec) -> list[dict[str, Any]]:
+    """How each placement's runtime profile was calibrated (measured on the device,
+    transferred from others, or derived), in the placements' order."""
+    out = []
+    for _, entry in config.signature.roles:
+        choice = plan.devices[entry]
+        slug = choice.device.slug
+        out.append(
+            {
+                "device": slug,
+                "runtime": choice.runtime.slug,
+                **device_calibration(slug, plan.model.slug, choice.runtime),
+            }
+        )
+    return out
+
+
 def _entry(search: Search, config: Config, ev: Evaluation) -> dict[str, Any]:
     plan = search.plan
     return {
@@ -122,6 +143,7 @@ def _entry(search: Search, config: Config, ev: Evaluation) -> dict[str, Any]:
         "devices": config.device_count,
         "power_tdp_w": config.power_w,
         "metrics": ev.metrics,
+        "calibration": _calibration(config, plan),
     }
 
 

@@ -15,6 +15,7 @@ from simulations.core.policies.neo.costs import ProfileTable, StageCosts
 from simulations.core.policies.neo.policy import gpu_kv_pool
 from simulations.core.policies.neo.tp import TensorParallelGpu, allreduce_layer_s, shard_model
 from simulations.core.spec import LinkSpec, ModelSpec, RuntimeProfile
+from tests.core.devices.gpu_doubles import KERNEL_PARAMS_DOUBLE
 from tests.core.policies.neo_doubles import CPU_RT, GPU_RT, GQA8B, LLAMA7B, cpu, gpu, node, requests
 
 
@@ -22,11 +23,12 @@ def _costs(model=LLAMA7B, tp: int = 1, **gpu_kw: float) -> StageCosts:  # type: 
     return StageCosts(GpuModel(gpu(**gpu_kw), GPU_RT), CpuModel(cpu(), CPU_RT), model, tp)
 
 
+@pytest.mark.parametrize("rt", ["roofline", "kernels"])
 @pytest.mark.parametrize(("batch", "cached"), [(1, 0), (7, 3000), (40, 20000)])
-def test_stage_costs_add_up_to_the_gpu_models_decode_step(batch: int, cached: int) -> None:
+def test_stage_costs_add_up_to_the_gpu_models_decode_step(rt: str, batch: int, cached: int) -> None:
     big = {"mem_gb": 80.0, "bw": 2000.0, "tflops": 312.0}
-    c = _costs(**big)
-    dm = GpuModel(gpu(**big), GPU_RT)
+    dm = GpuModel(gpu(**big), GPU_RT if rt == "roofline" else _KERNEL_RT)
+    c = StageCosts(dm, CpuModel(cpu(), CPU_RT), LLAMA7B, 1)
     whole = dm.decode_step(LLAMA7B, batch, cached).seconds
     parts = LLAMA7B.n_layers * (
         c.linear_layer_s(batch) + c.gpu_decode_attn_layer_s(batch, cached)
@@ -34,11 +36,13 @@ def test_stage_costs_add_up_to_the_gpu_models_decode_step(batch: int, cached: in
     assert parts == pytest.approx(whole, rel=1e-12)
 
 
+@pytest.mark.parametrize("rt", ["roofline", "kernels"])
 @pytest.mark.parametrize("lens", [[16], [1500], [300, 900, 40]])
-def test_stage_costs_add_up_to_the_gpu_models_prefill(lens: list[int]) -> None:
+def test_stage_costs_add_up_to_the_gpu_models_prefill(rt: str, lens: list[int]) -> None:
     big = {"mem_gb": 80.0, "bw": 2000.0, "tflops": 312.0}
-    c = _costs(**big)
-    whole = GpuModel(gpu(**big), GPU_RT).prefill(LLAMA7B, lens).seconds
+    dm = GpuModel(gpu(**big), GPU_RT if rt == "roofline" else _KERNEL_RT)
+    c = StageCosts(dm, CpuModel(cpu(), CPU_RT), LLAMA7B, 1)
+    whole = dm.prefill(LLAMA7B, lens).seconds
     tokens = sum(lens)
     parts = LLAMA7B.n_layers * (
         c.linear_layer_s(tokens) + c.prefill_attn_layer_s(lens)
@@ -209,3 +213,17 @@ def test_a_gpu_block_override_past_the_memory_is_rejected() -> None:
         NeoPolicy().build(node("neo", gpu_blocks=1000), LLAMA7B, reqs)
     with pytest.raises(CapacityError, match="gpu_blocks"):
         GpuOnlyPolicy().simulate(node("gpu-only", gpu_blocks=1000), LLAMA7B, reqs)
+
+
+#: GPU_RT costed by kernel classes (round numbers: the form matters here, not the fit).
+_KERNEL_RT = replace(
+    GPU_RT, slug="test-gpu-kernels", params={**GPU_RT.params, **KERNEL_PARAMS_DOUBLE}
+)
+
+
+def test_a_second_sub_batch_pays_the_host_step_without_its_fixed_share() -> None:
+    dm = GpuModel(gpu(), _KERNEL_RT)
+    c = StageCosts(dm, CpuModel(cpu(), CPU_RT), LLAMA7B, 1)
+    assert c.pre_post_s(8, 8) - c.pre_post_s(8, 8, step=False) == pytest.approx(300e-6)
+    eager = _costs()
+    assert eager.pre_post_s(8, 8) == eager.pre_post_s(8, 8, step=False)

@@ -98,6 +98,8 @@ class StageCosts:
             self.per_op = launch
         else:
             self.per_op = launch * kpl / n_ops
+        # A stack costed by kernel classes has a shortest kernel, a floor like a launch.
+        self.per_op = max(self.per_op, gpu.kernel_floor_s)
         self.glue_layer_s = max(0, kpl - n_ops) * launch
         self.pass_host_s = float(getattr(gpu, "kernels_per_pass", 0)) * launch
 
@@ -185,6 +187,7 @@ class StageCosts:
     def _linear_layer_s(self, tokens: int) -> float:
         f = self.per_op
         t = sum(op.seconds(tokens, 0.0, f) for op in self._lin) + self.glue_layer_s
+        t += self.gpu.layer_extra_s(self.shard, tokens)
         if self.tp > 1:
             t += allreduce_layer_s(self.gpu.device, self.model, self.tp, tokens)
         return t
@@ -227,16 +230,18 @@ class StageCosts:
             total += min(c0, 0.0) + c1 * prompt + c2 * attended
         return max(total, 0.0)
 
-    def pre_post_s(self, tokens: int, sequences: int) -> float:
+    def pre_post_s(self, tokens: int, sequences: int, *, step: bool = True) -> float:
         """Embedding of ``tokens`` tokens and final norm + LM head of ``sequences``
-        sequences (once per sub-batch), with the stack's per-pass host work."""
+        sequences (once per sub-batch), with the stack's per-pass host work and, for a
+        stack costed by kernel classes, its sampler and host step (whose fixed share an
+        iteration pays once: ``step`` False for its second sub-batch)."""
         if sequences <= 0:
             return 0.0
         f = self.per_op
         t = self._pre.seconds(tokens, 0.0, f) + sum(
             op.seconds(sequences, 0.0, f) for op in self._post
         )
-        return t + self.pass_host_s
+        return t + self.pass_host_s + self.gpu.pass_extra_s(self.shard, sequences, step=step)
 
     # --- CPU -------------------------------------------------------------------------
 

@@ -66,11 +66,14 @@ GPU cache instead of 864, ten average OSC requests instead of two (this reproduc
 earlier revision used the rule and found T4 gains of 1.34× on Fig. 6c and 1.88× on
 Fig. 9c, with other OSC lengths and inputs). No unmodified A10G or H100 config is
 stored, so those testbeds keep SwiftLLM's rule.
-Deviation: ``vllm-fp16`` charges no kernel-launch time (CUDA-graph decode), but the harness
-runs vLLM ``--enforce-eager`` and SwiftLLM/Neo launch their CUDA C++ kernels eagerly from
-Python (§4); no per-kernel cost of either stack is published, so none is charged (10
-kernels per layer at the eager stack's fitted 12.7 µs would add about 4 ms to a 32-layer
-decode pass, ~9 % on the T4).
+Deviation: ``vllm-fp16`` is costed by kernel classes fitted to vLLM's kernels on an A100
+(Vidur's profile; every testbed GPU here is predicted through its datasheet, and the result
+entries say so) with the host step measured for a synchronous vLLM-style engine loop; it
+charges no kernel-launch time (CUDA-graph decode), but the harness runs vLLM
+``--enforce-eager`` and SwiftLLM/Neo launch their CUDA C++ kernels eagerly from Python
+(§4); no per-kernel cost of either stack is published, so none is charged (10 kernels per
+layer at the eager stack's fitted 12.7 µs would add about 4 ms to a 32-layer decode pass,
+~9 % on the T4). Neo's own host loop (SwiftLLM) is charged vLLM's measured step.
 """
 
 from __future__ import annotations

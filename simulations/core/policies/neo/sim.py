@@ -498,7 +498,7 @@ class _Run:
         seqs0 = len(self.lens) + self.x_g + self.x0
         self.prepost = c.pre_post_s(s0, seqs0)
         if sch.two_batch:
-            self.prepost += c.pre_post_s(self.x1, self.x1)
+            self.prepost += c.pre_post_s(self.x1, self.x1, step=False)
         kv = c.kv_token_bytes
         x_c = self.x0 + self.x1
         out_b = kv * (sum(plen[r] for r in sch.prefill_cpu) + sum(ctx[r] for r in sch.swap_out))

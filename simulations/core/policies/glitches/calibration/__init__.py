@@ -1,9 +1,7 @@
-"""GLITCHES' calibration: the runtime profiles fitted (or derived) from its measurements.
+"""GLITCHES' calibration: the runtime profiles fitted to its measurements.
 
 * :mod:`.gpu_fp16` — ``hf-eager-fp16``, fitted to the Table I A100/V100S latencies and
   powers at once;
-* :mod:`.gpu_vllm` — ``vllm-fp16``, derived from that fit (no paper publishes a vLLM
-  latency to fit; Neo's reproduction uses it);
 * :mod:`.fpga_flightllm` — ``flightllm-w4a8``, fitted to the U280 Table I latencies and two
   Fig. 9 speedups.
 
