@@ -1,4 +1,4 @@
-"""Calibration speed target (issue 18): fitting vllm-fp16 to the A100 kernel set — the fit
+"""Calibration speed target: fitting vllm-fp16 to the A100 kernel set — the fit
 and its leave-one-group-out refits — in under 2 s."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``manage.py calibrate`` (DESIGN.md §9): the fit document, the table, and clear refusals."""
+"""``manage.py calibrate``: the fit document, the table, and clear refusals."""
 
 from __future__ import annotations
 

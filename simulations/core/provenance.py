@@ -2,7 +2,7 @@
 
 Every runtime profile records what it was calibrated on (:class:`CalibrationInfo`: devices,
 models, measurement sets, the fit's error). A result's device entry then says how far its
-numbers can be trusted (DESIGN.md contract 10):
+numbers can be trusted (``docs/architecture.md``, Documents: Provenance):
 
 - ``"measured"``: the profile was fitted to measurements taken on this device;
 - ``"transferred"``: it was fitted on other devices (``calibrated_on`` names them) and this

@@ -314,7 +314,8 @@ class FitReport:
         return _mape(self.holdout_rows)[1]
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``calibrate`` document (DESIGN.md §9) with the hold-out detail."""
+        """The calibration document (``docs/architecture.md``, Documents) with the hold-out
+        detail."""
         small = self.small_rows_max_abs_err_ms
         return {
             "stack": self.stack,

@@ -99,8 +99,9 @@ def fitted_values() -> dict[str, float]:
     out["layer_fixed_us"] = 0.0
     out.update(host_step_line())
     out["kernel_launch_us"] = 0.0
-    # The eager fit as the catalog stores it (GLITCHES' calibration re-derives and checks
-    # it; calibration does not import the reproduce framework that fit reads its targets from).
+    # The eager fit as the catalog stores it: GLITCHES' gpu_fp16 re-derives and checks that
+    # record, and importing it here would tie this framework to the reproduce framework whose
+    # targets it fits (docs/architecture.md, Import rules).
     eager = builtin_catalog().runtime(POWER_FROM)
     out.update({k: eager.param(k) for k in POWER_KEYS})
     return out

@@ -1,5 +1,5 @@
 """``manage.py calibrate MEASUREMENTS.csv --stack SLUG [--format json|table]``: fit a runtime
-profile to a measurement set (DESIGN.md §9).
+profile to a measurement set (the calibration document of ``docs/architecture.md``).
 
 A thin shell over :func:`simulations.core.calibration.fit.fit_profile`: the stack's structure
 (precision, kernel counts, the values of parameters the set does not constrain) comes from the
