@@ -8,10 +8,6 @@ others through :func:`~simulations.core.simulate.simulate`). Every value must be
 floats exactly — except the wall-clock timings of a plan report (:data:`TIMING`), which are
 left out of the recorded copies.
 
-Check ids were unified to ``<paper>.<figure>.<what>`` after the copies were recorded: the
-recorded ids are read through ``recorded/renamed_ids.json`` (old id → new id), the one
-change of the documents that was meant.
-
 A change that moves a number on purpose re-records the copies in its own commit, saying why:
 ``PYTHONPATH=. .venv/bin/python -m tests.core.test_outputs_unchanged [NAME ...]``.
 """
@@ -79,15 +75,6 @@ def produce(name: str) -> Any:
     return json.loads(json.dumps(doc, allow_nan=False))
 
 
-def renamed(doc: Any) -> Any:
-    """A recorded ``reproduce`` document with its check ids renamed to today's scheme."""
-    names = json.loads((RECORDED / "renamed_ids.json").read_text())
-    if isinstance(doc, dict) and "checks" in doc:
-        for c in doc["checks"]:
-            c["id"] = names.get(c["id"], c["id"])
-    return doc
-
-
 def differences(recorded: Any, now: Any, path: str = "$", limit: int = 20) -> list[str]:
     """Where ``now`` differs from ``recorded`` (JSON paths), at most ``limit`` of them.
     Floats must be equal; an int and a float of the same value are equal (as in JSON)."""
@@ -123,14 +110,14 @@ def differences(recorded: Any, now: Any, path: str = "$", limit: int = 20) -> li
     "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in NAMES]
 )
 def test_the_output_is_the_recorded_one(name: str) -> None:
-    recorded = renamed(json.loads((RECORDED / f"{name}.json").read_text()))
+    recorded = json.loads((RECORDED / f"{name}.json").read_text())
     diffs = differences(recorded, produce(name))
     assert not diffs, f"{name} changed:\n" + "\n".join(diffs)
 
 
 def test_every_example_and_paper_has_a_recorded_copy() -> None:
     """A new example must be recorded too (and a removed one's copy deleted)."""
-    recorded = {p.stem for p in RECORDED.glob("*.json")} - {"renamed_ids"}
+    recorded = {p.stem for p in RECORDED.glob("*.json")}
     assert sorted(recorded) == sorted(NAMES)
 
 
