@@ -678,8 +678,8 @@ def fit_profile(
     the module notes). Raises MeasurementError (rows naming unknown devices or models, a
     precision the stack does not run) or FitRefusedError (under-determined or unphysical).
     """
-    if base.device_kind is not DeviceKind.GPU:
-        kind = base.device_kind.value
+    if base.device_kind != DeviceKind.GPU:
+        kind = str(base.device_kind)
         raise FitRefusedError(f"{base.slug} is a {kind} stack: only GPU stacks are fitted")
     if not base.params.get("fused_attention", 0):
         raise FitRefusedError(
