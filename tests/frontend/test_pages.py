@@ -143,6 +143,49 @@ def test_the_validation_page_shows_published_beside_reproduced(
     assert "Not computed yet" in html.split('id="paper-neo"', 1)[1].split("</section>", 1)[0]
 
 
+def test_the_validation_page_groups_checks_by_basis_with_counts_and_the_headline(
+    alice_client: Any, seeded: Any
+) -> None:
+    row = validation.compute("heterollm")
+    checks = row.document["checks"]
+    html = alice_client.get("/validation/").content.decode()
+    section = html.split('id="paper-heterollm"', 1)[1].split("</section>", 1)[0]
+    predictions = [c for c in checks if c["basis"] == "prediction" and c["discriminating"]]
+    ok = sum(1 for c in predictions if c["ok"])
+    assert f"Predictions within tolerance: {ok} of {len(predictions)}" in section
+    for basis in ("prediction", "non_discriminating", "calibration", "input"):
+        group = section.split(f'data-basis="{basis}" id="group-heterollm-{basis}"', 1)[1]
+        group = group.split("</tbody>", 1)[0]
+        if basis == "non_discriminating":
+            members = [c for c in checks if c["basis"] == "prediction" and not c["discriminating"]]
+        elif basis == "prediction":
+            members = predictions
+        else:
+            members = [c for c in checks if c["basis"] == basis]
+        assert members, basis
+        assert group.count('class="check ') == len(members), basis
+        within = sum(1 for c in members if c["ok"])
+        assert f"{within} of {len(members)} within tolerance" in group, basis
+    marked = section.count("passes at no effect</span>")
+    assert marked == sum(1 for c in checks if not c["discriminating"])
+    totals = html.split('id="validation-totals"', 1)[1].split("</section>", 1)[0]
+    assert f"predictions within tolerance: {ok} of {len(predictions)}" in totals
+
+
+def test_a_report_stored_before_checks_had_a_basis_shows_them_unlabelled(
+    alice_client: Any, seeded: Any
+) -> None:
+    ValidationReport.objects.create(
+        paper="h2m2",
+        status=ValidationReport.Status.READY,
+        document={"paper": "h2m2", "checks": [{"id": "h2m2.fig6.old", "ok": True}]},
+    )
+    html = alice_client.get("/validation/").content.decode()
+    section = html.split('id="paper-h2m2"', 1)[1].split("</section>", 1)[0]
+    assert "Unlabelled (computed before checks carried a basis)" in section
+    assert "predictions within tolerance: 0 of 0" in html
+
+
 def test_only_staff_queue_a_recomputation(alice_client: Any, client: Any, staff: Any) -> None:
     alice_client.post("/validation/glitches/recompute/")
     assert not ValidationReport.objects.exists()
