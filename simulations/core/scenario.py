@@ -44,6 +44,7 @@ from simulations.core.spec import (
     ModelSpec,
     RuntimeProfile,
     ScenarioSpec,
+    SharedPrefixSpec,
     SloSpec,
     SystemSpec,
     TraceData,
@@ -78,7 +79,8 @@ MAX_SLO = 1e9
 MAX_OPTIONS = 64
 
 _TOP_KEYS = ("name", "description", "model", "workload", "systems", "slo")
-_WORKLOAD_KEYS = ("requests", "input_tokens", "output_tokens", "arrival", "seed")
+_WORKLOAD_KEYS = ("requests", "input_tokens", "output_tokens", "arrival", "seed", "shared_prefix")
+_PREFIX_KEYS = ("tokens", "fraction")
 _SYSTEM_KEYS = ("name", "description", "policy", "devices", "options")
 _PLACEMENT_KEYS = ("device", "count", "role", "runtime", "price_usd")
 _SLO_KEYS = ("ttft_p90_ms", "tpot_p90_ms", "ttft_p99_ms", "tpot_p99_ms", "e2e_p90_s")
@@ -258,6 +260,11 @@ def _workload(
     out = _length_dist(errs, "workload.output_tokens", obj.get("output_tokens"), refs)
     arrival = _arrival(errs, "workload.arrival", obj.get("arrival"), refs)
     seed = read_int(errs, "workload.seed", obj.get("seed", 0), minimum=0, maximum=MAX_SEED)
+    prefix: SharedPrefixSpec | None = None
+    prefix_ok = True
+    if obj.get("shared_prefix") is not None:
+        prefix = _shared_prefix(errs, obj["shared_prefix"])
+        prefix_ok = prefix is not None
     trace = _resolve_trace(
         errs, refs, traces or {}, Path(trace_dir) if trace_dir is not None else None, loader
     )
@@ -269,7 +276,7 @@ def _workload(
             errs.add("workload.requests", f"must not exceed the trace's {rows} requests")
     if requests is None or inp is None or out is None or arrival is None or seed is None:
         return None
-    if refs and trace is None:
+    if (refs and trace is None) or not prefix_ok:
         return None
     return WorkloadSpec(
         requests=requests,
@@ -278,7 +285,29 @@ def _workload(
         arrival=arrival,
         seed=seed,
         trace=trace,
+        shared_prefix=prefix,
     )
+
+
+def _shared_prefix(errs: Errors, value: Any) -> SharedPrefixSpec | None:
+    """``{"tokens": P, "fraction": f}``: a system prompt of P tokens shared by a fraction f
+    of the requests."""
+    path = "workload.shared_prefix"
+    obj = read_mapping(errs, path, value)
+    if obj is None:
+        return None
+    reject_unknown_keys(errs, path, obj, _PREFIX_KEYS)
+    tokens = _tokens(errs, key_path(path, "tokens"), obj.get("tokens"))
+    fraction = obj.get("fraction")
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float):
+        errs.add(key_path(path, "fraction"), "must be a number in [0, 1]")
+        return None
+    if not 0.0 <= float(fraction) <= 1.0:
+        errs.add(key_path(path, "fraction"), "must lie in [0, 1]")
+        return None
+    if tokens is None:
+        return None
+    return SharedPrefixSpec(tokens=tokens, fraction=float(fraction))
 
 
 # --- systems ---------------------------------------------------------------------------------
@@ -645,6 +674,16 @@ def scenario_to_document(spec: ScenarioSpec) -> dict[str, Any]:
             "output_tokens": _dist_document(wl.output_tokens, trace),
             "arrival": arrival,
             "seed": wl.seed,
+            **(
+                {
+                    "shared_prefix": {
+                        "tokens": wl.shared_prefix.tokens,
+                        "fraction": wl.shared_prefix.fraction,
+                    }
+                }
+                if wl.shared_prefix is not None
+                else {}
+            ),
         },
         "systems": [
             {

@@ -7,14 +7,19 @@ whatever runtime profile runs on it; nothing in here is specific to one device o
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from simulations.core.errors import SpecError
 from simulations.core.graph import (
     DecodeFrame,
     GraphTotals,
+    MixedFrame,
     Op,
     OpKind,
     Phase,
@@ -22,6 +27,8 @@ from simulations.core.graph import (
     Precision,
     decode_frame,
     decode_graph,
+    mixed_counts,
+    mixed_frame,
     prefill_graph,
 )
 from simulations.core.graph import (
@@ -145,6 +152,20 @@ class _DecodePlan:
     kv_per_token: float
 
 
+@dataclass(frozen=True, slots=True)
+class _MixedPlan:
+    """:class:`_DecodePlan` of a mixed (chunked-prefill) pass."""
+
+    frame: MixedFrame
+    per_op: float
+    host_only: float
+    head: tuple[float, float, float]  # (seconds, compute-bound, memory-bound) after the head
+    tail: tuple[tuple[bool, float, float], ...]  # (compute-bound, kernel time, seconds)
+    workspace: float
+    weights: float
+    kv_per_token: float
+
+
 @register_device_model(DeviceKind.GPU)
 class GpuModel(DeviceModel):
     """Roofline GPU with per-kernel host overhead (GLITCHES §III-A, Tables I–II).
@@ -223,6 +244,9 @@ class GpuModel(DeviceModel):
         self.p_wait = frac_param(runtime, "power_wait_frac", 0.0) * device.tdp_w
         self._cache: dict[tuple[object, ...], PhaseCost] = {}
         self._plans: dict[tuple[ModelSpec, int], _DecodePlan] = {}
+        self._mixed_plans: dict[tuple[ModelSpec, int, int], _MixedPlan] = {}
+        #: Whether the capacity checks count the cached tokens (see :meth:`with_shared_kv`).
+        self.counts_kv = True
 
     # --- public API ----------------------------------------------------------------------
 
@@ -253,7 +277,10 @@ class GpuModel(DeviceModel):
         plan = self._decode_plan(model, batch)
         attn = plan.frame.attention(kv_tokens)
         workspace = max(plan.workspace, *(op.act_read_bytes + op.act_write_bytes for op in attn))
-        needed = plan.weights + plan.kv_per_token * (kv_tokens + batch) + workspace
+        if self.counts_kv:
+            needed = plan.weights + plan.kv_per_token * (kv_tokens + batch) + workspace
+        else:
+            needed = plan.weights + workspace
         check_capacity(self.device, needed, f"{model.slug} (decode)")
         # The same accumulation as _split over decode_graph(...).ops, in the same order, with
         # the operators around attention (the same at every step) replayed from the plan.
@@ -269,6 +296,117 @@ class GpuModel(DeviceModel):
         seconds += plan.host_only
         t_wait = max(0.0, seconds - t_comp - t_mem)
         cost = self._priced(plan.frame.totals(attn), seconds, t_comp, t_mem, t_wait)
+        self._remember(key, cost)
+        return cost
+
+    def with_shared_kv(self) -> GpuModel:
+        """This model without the KV cache in its capacity checks (the scheduler's KV pool
+        bounds it; with prefix caching sequences share blocks, which a step's cached-token
+        count cannot tell). Shares this model's caches."""
+        twin = copy.copy(self)
+        twin.counts_kv = False
+        return twin
+
+    def decode_steps(
+        self, model: ModelSpec, batch: int, kv_tokens: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Seconds and joules of :meth:`decode_step` at every element of ``kv_tokens``, with
+        numpy arrays in place of the cached-token count: the same operators, the same float
+        operations in the same order (``a + 0.0`` stands for a term not added), so every
+        value equals the scalar call's bit for bit."""
+        check_count("batch", batch)
+        kv = np.asarray(kv_tokens, dtype=np.int64)
+        if kv.size == 0:
+            return np.zeros(0), np.zeros(0)
+        if int(kv.min()) < 0 or int(kv.max()) > 10**12:
+            check_count("kv_tokens", int(kv.min() if kv.min() < 0 else kv.max()), minimum=0)
+        plan = self._decode_plan(model, batch)
+        attn = plan.frame.attention(kv)  # type: ignore[arg-type]  # arrays in, arrays out
+        workspace: Any = plan.workspace
+        for op in attn:
+            workspace = np.maximum(workspace, op.act_read_bytes + op.act_write_bytes)
+        if self.counts_kv:
+            needed = plan.weights + plan.kv_per_token * (kv + batch) + workspace
+        else:
+            needed = plan.weights + workspace + 0 * kv  # an array, like kv
+        over = np.flatnonzero(needed > self.device.memory_capacity_bytes)
+        if over.size:
+            self.decode_step(model, batch, int(kv[over[0]]))  # raises the scalar CapacityError
+        per_op = plan.per_op
+        seconds, t_comp, t_mem = plan.head
+        s_arr: Any = seconds
+        c_arr: Any = t_comp
+        m_arr: Any = t_mem
+        att = kv + batch
+        for op in attn:
+            if self.kernels is None:
+                c = op.flops / self.ops_rate
+                m = op.bytes / self.bw
+            else:
+                c, m = self.kernels.cm(op, True, batch, att)  # type: ignore[arg-type]
+            r = op.repeat
+            comp = c >= m
+            x = np.where(comp, c * r, m * r)
+            y = np.where(comp, np.where(c > per_op, c, per_op), np.where(m > per_op, m, per_op)) * r
+            c_arr = c_arr + np.where(comp, x, 0.0)
+            m_arr = m_arr + np.where(comp, 0.0, x)
+            s_arr = s_arr + y
+        for comp_t, x_t, y_t in plan.tail:
+            if comp_t:
+                c_arr = c_arr + x_t
+            else:
+                m_arr = m_arr + x_t
+            s_arr = s_arr + y_t
+        s_arr = s_arr + plan.host_only
+        t_wait = np.maximum(0.0, s_arr - c_arr - m_arr)
+        joules = self.p_compute * c_arr + self.p_memory * m_arr + self.p_wait * t_wait
+        shape = kv.shape
+        return (
+            np.broadcast_to(np.asarray(s_arr, dtype=np.float64), shape).copy(),
+            np.broadcast_to(np.asarray(joules, dtype=np.float64), shape).copy(),
+        )
+
+    def chunked_step(
+        self,
+        model: ModelSpec,
+        batch: int,
+        kv_tokens: int,
+        chunks: Sequence[tuple[int, int]],
+    ) -> PhaseCost:
+        """Cost of one chunked-prefill iteration: the GEMMs and elementwise kernels run once
+        over the decode tokens and the chunks' tokens together (the decodes ride along the
+        prefill, Sarathi-Serve §4), attention is one prefill-class (FlashAttention) kernel
+        over every query's cached and new keys (:func:`~simulations.core.graph.mixed_counts`),
+        the LM head and sampler run on every sequence of the pass (vLLM computes the logits
+        of a partial prompt and discards them), and the host's step is paid once. A single
+        chunk from an empty cache and no decodes costs exactly :meth:`prefill` of it."""
+        check_count("batch", batch, minimum=0)
+        check_count("kv_tokens", kv_tokens, minimum=0, maximum=10**12)
+        tokens, sequences, attended, kv_read = mixed_counts(
+            batch, kv_tokens, chunks, self.fused_attention
+        )
+        key = ("m", model, tokens, sequences, attended, kv_read)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        plan = self._mixed_plan(model, tokens, sequences)
+        frame = plan.frame
+        attn = frame.attention(attended, kv_read)
+        workspace = max(plan.workspace, *(op.act_read_bytes + op.act_write_bytes for op in attn))
+        needed = plan.weights + (plan.kv_per_token * kv_read if self.counts_kv else 0.0) + workspace
+        check_capacity(self.device, needed, f"{model.slug} (chunked prefill)")
+        per_op = plan.per_op
+        if self.kernels is None:
+            acc = _accumulate(plan.head, (self._op_terms(op, per_op) for op in attn))
+        else:
+            acc = _accumulate(
+                plan.head,
+                (self._op_terms_k(op, per_op, False, tokens, attended) for op in attn),
+            )
+        seconds, t_comp, t_mem = _accumulate(acc, plan.tail)
+        seconds += plan.host_only
+        t_wait = max(0.0, seconds - t_comp - t_mem)
+        cost = self._priced(frame.totals(attn), seconds, t_comp, t_mem, t_wait)
         self._remember(key, cost)
         return cost
 
@@ -539,6 +677,48 @@ class GpuModel(DeviceModel):
         if len(self._plans) >= 4096:
             self._plans.clear()
         plan = self._plans[(model, batch)] = _DecodePlan(
+            frame,
+            per_op,
+            host_only,
+            head,
+            tail,
+            max(op.act_read_bytes + op.act_write_bytes for op in (*frame.head, *frame.tail)),
+            self.weights_bytes(model),
+            model.kv_bytes_per_token(self.runtime.kv_bits),
+        )
+        return plan
+
+    def _mixed_plan(self, model: ModelSpec, tokens: int, sequences: int) -> _MixedPlan:
+        """What a mixed pass of ``tokens`` tokens over ``sequences`` sequences costs outside
+        attention (as :meth:`_decode_plan`, for a prefill-phase pass)."""
+        key = (model, -tokens, sequences)  # negative: never a decode plan's (model, batch)
+        plan = self._mixed_plans.get(key)
+        if plan is not None:
+            return plan
+        frame = mixed_frame(
+            model, tokens, sequences, self.precision, fused_attention=self.fused_attention
+        )
+        n_attn = len(frame.attention(0, 0))
+        n_ops = len(frame.head) - 1 + n_attn + len(frame.tail) - 2
+        per_op, host_only = self._host(n_ops, model.n_layers)
+        if self.kernels is None:
+            head = _accumulate((0.0, 0.0, 0.0), (self._op_terms(op, per_op) for op in frame.head))
+            tail = tuple(self._op_terms(op, per_op) for op in frame.tail)
+        else:
+            # Attended pairs only matter to attention, which is in neither head nor tail.
+            per_op = max(per_op, self.kernels.floor_s)
+            head = _accumulate(
+                (0.0, 0.0, 0.0),
+                (self._op_terms_k(op, per_op, False, tokens, 0) for op in frame.head),
+            )
+            extra, host_only = self._extra_terms(frame.graph(0, 0), per_op, host_only)
+            tail = (
+                *(self._op_terms_k(op, per_op, False, tokens, 0) for op in frame.tail),
+                *extra,
+            )
+        if len(self._mixed_plans) >= 4096:
+            self._mixed_plans.clear()
+        plan = self._mixed_plans[key] = _MixedPlan(
             frame,
             per_op,
             host_only,

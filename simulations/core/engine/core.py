@@ -156,7 +156,11 @@ class Unit:
                 c = dm.decode_step(model, batch, kv)
                 return c.seconds + step_overhead_s, c.joules + overhead_j
 
-            self.curve = DecodeCurve(step_fn, exact=exact)
+            def steps_fn(batch: int, kv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                secs, joules = dm.decode_steps(model, batch, kv)
+                return secs + step_overhead_s, joules + overhead_j
+
+            self.curve = DecodeCurve(step_fn, exact=exact, steps_fn=steps_fn)
             self._prefill_cache = {}
         self.mem_used = self.weights
         self.mem_peak = self.weights
@@ -187,6 +191,15 @@ class Unit:
             if not (math.isfinite(cost.seconds) and cost.seconds > 0):
                 raise ValueError(f"{self.slug}: prefill cost must be positive, got {cost}")
             self._prefill_cache[key] = cost
+        return cost
+
+    def chunk_cost(
+        self, batch: int, kv_tokens: int, chunks: tuple[tuple[int, int], ...]
+    ) -> PhaseCost:
+        """Cost of a chunked-prefill iteration (``DeviceModel.chunked_step``)."""
+        cost = self.dm.chunked_step(self.model, batch, kv_tokens, chunks)
+        if not (math.isfinite(cost.seconds) and cost.seconds > 0):
+            raise ValueError(f"{self.slug}: chunked step cost must be positive, got {cost}")
         return cost
 
     def occupy(
