@@ -636,6 +636,32 @@ def workload_trace_names(workload: Any) -> set[str]:
     return names
 
 
+def with_new_system_options(doc: Any) -> Any:
+    """``doc`` (a scenario document, not validated yet) with each system that names none of
+    its policy's ``new_system_options`` given them (a copy; anything else is unchanged).
+
+    What the builder and the API do when a scenario is *created*: a new homogeneous system
+    runs continuous batching as vLLM does today. A system that names any of those options
+    chose its batching itself and is left as given; stored scenarios are never rewritten.
+    """
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("systems"), list):
+        return doc
+    out = dict(doc)
+    systems = []
+    for system in doc["systems"]:
+        if isinstance(system, Mapping) and isinstance(system.get("policy"), str):
+            try:
+                fresh = get_policy(system["policy"]).new_system_options
+            except UnknownPolicyError:
+                fresh = {}
+            options = system.get("options", {})
+            if fresh and isinstance(options, Mapping) and not set(fresh) & set(options):
+                system = {**system, "options": {**options, **fresh}}
+        systems.append(system)
+    out["systems"] = systems
+    return out
+
+
 def _dist_document(dist: LengthDist, trace: str | None) -> Any:
     if dist.kind is LengthDistKind.FIXED:
         return dist.value
@@ -733,5 +759,6 @@ __all__ = [
     "parse_workload",
     "scenario_to_document",
     "trace_names",
+    "with_new_system_options",
     "workload_trace_names",
 ]

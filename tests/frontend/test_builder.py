@@ -369,3 +369,27 @@ def test_a_new_scenario_with_a_bad_price_is_not_stored(alice_client: Any, seeded
         response.content.decode(), 'name="sys-0-dev-0-price_usd"'
     )
     assert not Scenario.objects.exists()
+
+
+def test_a_new_system_in_the_builder_starts_with_continuous_batching() -> None:
+    state = builder.BuilderState()
+    assert builder.apply_action(state, "add_system")
+    for block in state.systems:
+        assert block.option_text("homogeneous", "max_batch") == "256"
+        assert block.option_text("homogeneous", "chunked_prefill") == "true"
+    state.model = "llama2-7b"
+    doc = state.to_document()
+    assert doc["systems"][1]["options"] == {
+        "max_batch": 256,
+        "max_batched_tokens": 2048,
+        "chunked_prefill": True,
+        "prefix_caching": True,
+    }
+
+
+def test_a_loaded_scenario_keeps_its_systems_options_in_the_builder() -> None:
+    state = builder.state_from_document(glitches_document())
+    homogeneous = [b for b in state.systems if b.policy == "homogeneous"]
+    assert homogeneous
+    for block in homogeneous:
+        assert block.option_text("homogeneous", "chunked_prefill") == ""
