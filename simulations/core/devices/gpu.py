@@ -19,7 +19,6 @@ from simulations.core.errors import SpecError
 from simulations.core.graph import (
     DecodeFrame,
     GraphTotals,
-    MixedFrame,
     Op,
     OpKind,
     Phase,
@@ -27,6 +26,7 @@ from simulations.core.graph import (
     Precision,
     decode_frame,
     decode_graph,
+    mixed_attention,
     mixed_counts,
     mixed_frame,
     prefill_graph,
@@ -153,17 +153,31 @@ class _DecodePlan:
 
 
 @dataclass(frozen=True, slots=True)
-class _MixedPlan:
-    """:class:`_DecodePlan` of a mixed (chunked-prefill) pass."""
+class _MixedLin:
+    """A mixed pass's operators outside attention as affine functions of its tokens ``T`` and
+    sequences ``n``: per operator ``(c0, c_T, c_n, m0, m_T, m_n, repeat)`` (compute and
+    memory seconds of one instance), the launch/floor share per operator, the host's time,
+    the totals' ``(const, per T, per n)`` and each operator's activation bytes."""
 
-    frame: MixedFrame
+    ops: tuple[tuple[float, float, float, float, float, float, float], ...]
     per_op: float
-    host_only: float
-    head: tuple[float, float, float]  # (seconds, compute-bound, memory-bound) after the head
-    tail: tuple[tuple[bool, float, float], ...]  # (compute-bound, kernel time, seconds)
-    workspace: float
+    host_s: float
+    host_per_seq_s: float
+    flops: tuple[float, float, float]
+    nbytes: tuple[float, float, float]
+    acts: tuple[tuple[float, float, float], ...]
     weights: float
     kv_per_token: float
+
+    def totals(self, tokens: int, sequences: int) -> tuple[float, float]:
+        """FLOPs and bytes of the operators outside attention."""
+        f0, ft, fn = self.flops
+        b0, bt, bn = self.nbytes
+        return f0 + ft * tokens + fn * sequences, b0 + bt * tokens + bn * sequences
+
+    def workspace(self, tokens: int, sequences: int) -> float:
+        """The largest activation traffic of one operator outside attention."""
+        return max(a + t * tokens + n * sequences for a, t, n in self.acts)
 
 
 @register_device_model(DeviceKind.GPU)
@@ -244,7 +258,8 @@ class GpuModel(DeviceModel):
         self.p_wait = frac_param(runtime, "power_wait_frac", 0.0) * device.tdp_w
         self._cache: dict[tuple[object, ...], PhaseCost] = {}
         self._plans: dict[tuple[ModelSpec, int], _DecodePlan] = {}
-        self._mixed_plans: dict[tuple[ModelSpec, int, int], _MixedPlan] = {}
+        self._mixed_lins: dict[ModelSpec, _MixedLin] = {}
+        self._tail_arrays: dict[int, tuple[_DecodePlan, np.ndarray, np.ndarray, np.ndarray]] = {}
         #: Whether the capacity checks count the cached tokens (see :meth:`with_shared_kv`).
         self.counts_kv = True
 
@@ -351,12 +366,12 @@ class GpuModel(DeviceModel):
             c_arr = c_arr + np.where(comp, x, 0.0)
             m_arr = m_arr + np.where(comp, 0.0, x)
             s_arr = s_arr + y
-        for comp_t, x_t, y_t in plan.tail:
-            if comp_t:
-                c_arr = c_arr + x_t
-            else:
-                m_arr = m_arr + x_t
-            s_arr = s_arr + y_t
+        # The tail's terms added one after the other, as the scalar step adds them:
+        # np.add.accumulate runs strictly left to right along a row (unlike np.sum).
+        ys, xc, xm = self._tail_rows(plan)
+        s_arr = _add_in_order(s_arr, ys, kv.shape)
+        c_arr = _add_in_order(c_arr, xc, kv.shape)
+        m_arr = _add_in_order(m_arr, xm, kv.shape)
         s_arr = s_arr + plan.host_only
         t_wait = np.maximum(0.0, s_arr - c_arr - m_arr)
         joules = self.p_compute * c_arr + self.p_memory * m_arr + self.p_wait * t_wait
@@ -379,7 +394,8 @@ class GpuModel(DeviceModel):
         over every query's cached and new keys (:func:`~simulations.core.graph.mixed_counts`),
         the LM head and sampler run on every sequence of the pass (vLLM computes the logits
         of a partial prompt and discards them), and the host's step is paid once. A single
-        chunk from an empty cache and no decodes costs exactly :meth:`prefill` of it."""
+        chunk from an empty cache and no decodes costs what :meth:`prefill` of it costs (to
+        rounding: the operators outside attention are summed as affine functions)."""
         check_count("batch", batch, minimum=0)
         check_count("kv_tokens", kv_tokens, minimum=0, maximum=10**12)
         tokens, sequences, attended, kv_read = mixed_counts(
@@ -389,24 +405,46 @@ class GpuModel(DeviceModel):
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        plan = self._mixed_plan(model, tokens, sequences)
-        frame = plan.frame
-        attn = frame.attention(attended, kv_read)
-        workspace = max(plan.workspace, *(op.act_read_bytes + op.act_write_bytes for op in attn))
-        needed = plan.weights + (plan.kv_per_token * kv_read if self.counts_kv else 0.0) + workspace
-        check_capacity(self.device, needed, f"{model.slug} (chunked prefill)")
-        per_op = plan.per_op
-        if self.kernels is None:
-            acc = _accumulate(plan.head, (self._op_terms(op, per_op) for op in attn))
-        else:
-            acc = _accumulate(
-                plan.head,
-                (self._op_terms_k(op, per_op, False, tokens, attended) for op in attn),
+        lin = self._mixed_lin(model)
+        per_op = lin.per_op
+        attn = mixed_attention(
+            model, tokens, attended, kv_read, self.precision, fused_attention=self.fused_attention
+        )
+        workspace = lin.workspace(tokens, sequences)
+        for op in attn:
+            workspace = max(workspace, op.act_read_bytes + op.act_write_bytes)
+        needed = lin.weights + (lin.kv_per_token * kv_read if self.counts_kv else 0.0) + workspace
+        if needed > self.device.memory_capacity_bytes:
+            check_capacity(self.device, needed, f"{model.slug} (chunked prefill)")
+        seconds = t_comp = t_mem = 0.0
+        for ac, tc, nc, am, tm, nm, r in lin.ops:
+            # Every operator outside attention is affine in the pass's tokens and sequences.
+            c = ac + tc * tokens + nc * sequences
+            m = am + tm * tokens + nm * sequences
+            if c >= m:
+                t_comp += c * r
+                seconds += (c if c > per_op else per_op) * r
+            else:
+                t_mem += m * r
+                seconds += (m if m > per_op else per_op) * r
+        flops, nbytes = lin.totals(tokens, sequences)
+        for op in attn:
+            comp, x, y = (
+                self._op_terms(op, per_op)
+                if self.kernels is None
+                else self._op_terms_k(op, per_op, False, tokens, attended)
             )
-        seconds, t_comp, t_mem = _accumulate(acc, plan.tail)
-        seconds += plan.host_only
+            if comp:
+                t_comp += x
+            else:
+                t_mem += x
+            seconds += y
+            flops += op.flops * op.repeat
+            nbytes += op.bytes * op.repeat
+        seconds += lin.host_s + lin.host_per_seq_s * sequences
         t_wait = max(0.0, seconds - t_comp - t_mem)
-        cost = self._priced(frame.totals(attn), seconds, t_comp, t_mem, t_wait)
+        joules = self.p_compute * t_comp + self.p_memory * t_mem + self.p_wait * t_wait
+        cost = PhaseCost(seconds=seconds, joules=joules, flops=flops, bytes=nbytes)
         self._remember(key, cost)
         return cost
 
@@ -688,47 +726,93 @@ class GpuModel(DeviceModel):
         )
         return plan
 
-    def _mixed_plan(self, model: ModelSpec, tokens: int, sequences: int) -> _MixedPlan:
-        """What a mixed pass of ``tokens`` tokens over ``sequences`` sequences costs outside
-        attention (as :meth:`_decode_plan`, for a prefill-phase pass)."""
-        key = (model, -tokens, sequences)  # negative: never a decode plan's (model, batch)
-        plan = self._mixed_plans.get(key)
-        if plan is not None:
-            return plan
-        frame = mixed_frame(
-            model, tokens, sequences, self.precision, fused_attention=self.fused_attention
-        )
-        n_attn = len(frame.attention(0, 0))
-        n_ops = len(frame.head) - 1 + n_attn + len(frame.tail) - 2
-        per_op, host_only = self._host(n_ops, model.n_layers)
-        if self.kernels is None:
-            head = _accumulate((0.0, 0.0, 0.0), (self._op_terms(op, per_op) for op in frame.head))
-            tail = tuple(self._op_terms(op, per_op) for op in frame.tail)
-        else:
-            # Attended pairs only matter to attention, which is in neither head nor tail.
-            per_op = max(per_op, self.kernels.floor_s)
-            head = _accumulate(
-                (0.0, 0.0, 0.0),
-                (self._op_terms_k(op, per_op, False, tokens, 0) for op in frame.head),
+    def _tail_rows(self, plan: _DecodePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A decode plan's tail terms as rows: charged seconds, compute-bound and
+        memory-bound kernel seconds (each in the order the scalar step adds them)."""
+        rows = self._tail_arrays.get(id(plan))
+        if rows is None or rows[0] is not plan:
+            tail = plan.tail
+            rows = (
+                plan,
+                np.array([y for _, _, y in tail], dtype=np.float64),
+                np.array([x for c, x, _ in tail if c], dtype=np.float64),
+                np.array([x for c, x, _ in tail if not c], dtype=np.float64),
             )
-            extra, host_only = self._extra_terms(frame.graph(0, 0), per_op, host_only)
-            tail = (
-                *(self._op_terms_k(op, per_op, False, tokens, 0) for op in frame.tail),
-                *extra,
-            )
-        if len(self._mixed_plans) >= 4096:
-            self._mixed_plans.clear()
-        plan = self._mixed_plans[key] = _MixedPlan(
-            frame,
-            per_op,
-            host_only,
-            head,
-            tail,
-            max(op.act_read_bytes + op.act_write_bytes for op in (*frame.head, *frame.tail)),
-            self.weights_bytes(model),
-            model.kv_bytes_per_token(self.runtime.kv_bits),
+            if len(self._tail_arrays) >= 4096:
+                self._tail_arrays.clear()
+            self._tail_arrays[id(plan)] = rows
+        return rows[1], rows[2], rows[3]
+
+    def _mixed_lin(self, model: ModelSpec) -> _MixedLin:
+        """Every operator of a mixed pass outside attention as affine functions of the pass's
+        tokens ``T`` and sequences ``n`` (their FLOPs and bytes are; so are the kernel
+        model's compute and memory times), read off the passes at (1, 1), (2, 1), (2, 2)."""
+        lin = self._mixed_lins.get(model)
+        if lin is not None:
+            return lin
+        points = ((1, 1), (2, 1), (2, 2))
+        per_point = []
+        host = []
+        per_op = 0.0
+        for t, n in points:
+            frame = mixed_frame(model, t, n, self.precision, fused_attention=self.fused_attention)
+            g = frame.graph(0, 0)
+            n_ops = len(g.layer_ops)
+            per_op, host_only = self._host(n_ops, g.n_layers)
+            ops = [*frame.head, *frame.tail]
+            if self.kernels is not None:
+                per_op = max(per_op, self.kernels.floor_s)
+                sampler = sampler_op(g.ops[-1].out_features, g.sequences, self.precision)
+                ops += [*self._layer_extras(g), sampler]
+                k = self.kernels
+                host_only = (
+                    host_only
+                    + k.layer_fixed_s * g.n_layers
+                    + k.bookkeeping_s(self.kernels_per_pass)
+                    + k.host_s(g.sequences)
+                )
+            rows = []
+            for op in ops:
+                if self.kernels is None:
+                    c, m = op.flops / self.ops_rate, op.bytes / self.bw
+                else:
+                    c, m = self.kernels.cm(op, False, t, 0)
+                act = op.act_read_bytes + op.act_write_bytes
+                graph_op = op in frame.head or op in frame.tail
+                f = op.flops * op.repeat if graph_op else 0.0
+                b = op.bytes * op.repeat if graph_op else 0.0
+                rows.append((c, m, op.repeat, f, b, act))
+            per_point.append(rows)
+            host.append(host_only)
+        p11, p21, p22 = per_point
+        ops_lin = []
+        totals = [0.0] * 6
+        acts = []
+        for r11, r21, r22 in zip(p11, p21, p22, strict=True):
+            coef = []
+            for i in (0, 1, 3, 4, 5):
+                dt = r21[i] - r11[i]
+                dn = r22[i] - r21[i]
+                coef.append((r11[i] - dt - dn, dt, dn))
+            (cc, mc, fc, bc, ac) = coef
+            ops_lin.append((*cc[:1], cc[1], cc[2], mc[0], mc[1], mc[2], float(r11[2])))
+            for j, v in enumerate((*fc, *bc)):
+                totals[j] += v
+            acts.append(ac)
+        host_per_seq = host[2] - host[1]
+        lin = _MixedLin(
+            ops=tuple(ops_lin),
+            per_op=per_op,
+            host_s=host[0] - host_per_seq,
+            host_per_seq_s=host_per_seq,
+            flops=(totals[0], totals[1], totals[2]),
+            nbytes=(totals[3], totals[4], totals[5]),
+            acts=tuple(acts),
+            weights=self.weights_bytes(model),
+            kv_per_token=model.kv_bytes_per_token(self.runtime.kv_bits),
         )
-        return plan
+        self._mixed_lins[model] = lin
+        return lin
 
     def _check_fits(self, model: ModelSpec, g: PhaseGraph, resident_tokens: int) -> None:
         workspace = max((op.act_read_bytes + op.act_write_bytes) for op in g.ops)
@@ -743,6 +827,17 @@ class GpuModel(DeviceModel):
         if len(self._cache) >= 65536:
             self._cache.clear()
         self._cache[key] = cost
+
+
+def _add_in_order(start: Any, terms: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``start`` (an array of ``shape`` or a scalar) plus each of ``terms`` in turn, left to
+    right, for every element: the scalar loop's float additions, vectorised."""
+    if terms.size == 0:
+        return np.broadcast_to(np.asarray(start, dtype=np.float64), shape)
+    grid = np.empty((*shape, terms.size + 1), dtype=np.float64)
+    grid[..., 0] = start
+    grid[..., 1:] = terms
+    return np.add.accumulate(grid, axis=-1)[..., -1]
 
 
 def _accumulate(
