@@ -80,6 +80,10 @@ class DeviceModel(ABC):
 
     params: ClassVar[tuple[OptionSpec, ...]] = ()
     settings: ClassVar[tuple[OptionSpec, ...]] = ()
+    #: Whether :meth:`decode_step`'s seconds are convex in ``kv_tokens`` for every batch (a
+    #: constant plus maxima of affine terms), which lets the engine verify its decode
+    #: curve's pieces at their ends only. A family that is not sure keeps False.
+    decode_convex_in_kv: ClassVar[bool] = False
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         self.device = device

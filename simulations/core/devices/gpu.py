@@ -11,7 +11,7 @@ import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,7 +26,6 @@ from simulations.core.graph import (
     Precision,
     decode_frame,
     decode_graph,
-    mixed_attention,
     mixed_counts,
     mixed_frame,
     prefill_graph,
@@ -152,32 +151,60 @@ class _DecodePlan:
     kv_per_token: float
 
 
-@dataclass(frozen=True, slots=True)
-class _MixedLin:
-    """A mixed pass's operators outside attention as affine functions of its tokens ``T`` and
-    sequences ``n``: per operator ``(c0, c_T, c_n, m0, m_T, m_n, repeat)`` (compute and
-    memory seconds of one instance), the launch/floor share per operator, the host's time,
-    the totals' ``(const, per T, per n)`` and each operator's activation bytes."""
+#: One operator of a mixed pass as affine functions of ``(1, T, n, p, kv)`` — the pass's
+#: tokens, sequences, attended pairs and KV tokens read: compute seconds, memory seconds,
+#: FLOPs × repeat, bytes × repeat, activation bytes (each a 5-tuple), and its repeat.
+_Row = tuple[
+    tuple[float, ...],
+    tuple[float, ...],
+    tuple[float, ...],
+    tuple[float, ...],
+    tuple[float, ...],
+    float,
+]
 
-    ops: tuple[tuple[float, float, float, float, float, float, float], ...]
+
+@dataclass(slots=True)
+class _MixedLin:
+    """A mixed pass's cost as affine functions of its counts (:meth:`GpuModel._mixed_lin`):
+    the operators that depend on the tokens only (``by_tokens``), on the sequences only
+    (``by_seqs``) and attention (``attention``); each part's accumulated seconds are
+    memoised per count (``t_memo``, ``n_memo``)."""
+
+    by_tokens: tuple[_Row, ...]
+    by_seqs: tuple[_Row, ...]
+    attention: tuple[_Row, ...]
     per_op: float
-    host_s: float
-    host_per_seq_s: float
-    flops: tuple[float, float, float]
-    nbytes: tuple[float, float, float]
-    acts: tuple[tuple[float, float, float], ...]
+    host: tuple[float, ...]
     weights: float
     kv_per_token: float
+    t_memo: dict[int, tuple[float, float, float, float, float, float]]
+    n_memo: dict[int, tuple[float, float, float, float, float, float]]
 
-    def totals(self, tokens: int, sequences: int) -> tuple[float, float]:
-        """FLOPs and bytes of the operators outside attention."""
-        f0, ft, fn = self.flops
-        b0, bt, bn = self.nbytes
-        return f0 + ft * tokens + fn * sequences, b0 + bt * tokens + bn * sequences
 
-    def workspace(self, tokens: int, sequences: int) -> float:
-        """The largest activation traffic of one operator outside attention."""
-        return max(a + t * tokens + n * sequences for a, t, n in self.acts)
+def _lin(coef: tuple[float, ...], x: tuple[int, int, int, int, int]) -> float:
+    return coef[0] + coef[1] * x[1] + coef[2] * x[2] + coef[3] * x[3] + coef[4] * x[4]
+
+
+def _rows_cost(
+    rows: tuple[_Row, ...], x: tuple[int, int, int, int, int], per_op: float
+) -> tuple[float, float, float, float, float, float]:
+    """(seconds, compute-bound, memory-bound, FLOPs, bytes, largest activation bytes) of
+    ``rows`` at the counts ``x``."""
+    seconds = t_comp = t_mem = flops = nbytes = act = 0.0
+    for cc, mc, fc, bc, ac, r in rows:
+        c = _lin(cc, x)
+        m = _lin(mc, x)
+        if c >= m:
+            t_comp += c * r
+            seconds += (c if c > per_op else per_op) * r
+        else:
+            t_mem += m * r
+            seconds += (m if m > per_op else per_op) * r
+        flops += _lin(fc, x)
+        nbytes += _lin(bc, x)
+        act = max(act, _lin(ac, x))
+    return seconds, t_comp, t_mem, flops, nbytes, act
 
 
 @register_device_model(DeviceKind.GPU)
@@ -223,6 +250,10 @@ class GpuModel(DeviceModel):
     throttling; glue kernels have no GPU time; idle draw is ``power_wait_frac × TDP``
     (datasheets publish no idle power).
     """
+
+    #: A decode step is the batch's fixed operators plus, per attention operator,
+    #: max(compute, memory, launch/floor) of terms affine in the cached tokens: convex.
+    decode_convex_in_kv: ClassVar[bool] = True
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         super().__init__(device, runtime)
@@ -396,8 +427,10 @@ class GpuModel(DeviceModel):
         of a partial prompt and discards them), and the host's step is paid once. A single
         chunk from an empty cache and no decodes costs what :meth:`prefill` of it costs (to
         rounding: the operators outside attention are summed as affine functions)."""
-        check_count("batch", batch, minimum=0)
-        check_count("kv_tokens", kv_tokens, minimum=0, maximum=10**12)
+        if not (type(batch) is int and batch >= 0):  # the engine's hot path: checks inline
+            check_count("batch", batch, minimum=0)
+        if not (type(kv_tokens) is int and 0 <= kv_tokens <= 10**12):
+            check_count("kv_tokens", kv_tokens, minimum=0, maximum=10**12)
         tokens, sequences, attended, kv_read = mixed_counts(
             batch, kv_tokens, chunks, self.fused_attention
         )
@@ -407,44 +440,33 @@ class GpuModel(DeviceModel):
             return hit
         lin = self._mixed_lin(model)
         per_op = lin.per_op
-        attn = mixed_attention(
-            model, tokens, attended, kv_read, self.precision, fused_attention=self.fused_attention
-        )
-        workspace = lin.workspace(tokens, sequences)
-        for op in attn:
-            workspace = max(workspace, op.act_read_bytes + op.act_write_bytes)
+        x = (1, tokens, sequences, attended, kv_read)
+        part_t = lin.t_memo.get(tokens)
+        if part_t is None:
+            if len(lin.t_memo) >= 65536:
+                lin.t_memo.clear()
+            part_t = lin.t_memo[tokens] = _rows_cost(lin.by_tokens, x, per_op)
+        part_n = lin.n_memo.get(sequences)
+        if part_n is None:
+            if len(lin.n_memo) >= 65536:
+                lin.n_memo.clear()
+            part_n = lin.n_memo[sequences] = _rows_cost(lin.by_seqs, x, per_op)
+        part_a = _rows_cost(lin.attention, x, per_op)
+        workspace = max(part_t[5], part_n[5], part_a[5])
         needed = lin.weights + (lin.kv_per_token * kv_read if self.counts_kv else 0.0) + workspace
         if needed > self.device.memory_capacity_bytes:
             check_capacity(self.device, needed, f"{model.slug} (chunked prefill)")
-        seconds = t_comp = t_mem = 0.0
-        for ac, tc, nc, am, tm, nm, r in lin.ops:
-            # Every operator outside attention is affine in the pass's tokens and sequences.
-            c = ac + tc * tokens + nc * sequences
-            m = am + tm * tokens + nm * sequences
-            if c >= m:
-                t_comp += c * r
-                seconds += (c if c > per_op else per_op) * r
-            else:
-                t_mem += m * r
-                seconds += (m if m > per_op else per_op) * r
-        flops, nbytes = lin.totals(tokens, sequences)
-        for op in attn:
-            comp, x, y = (
-                self._op_terms(op, per_op)
-                if self.kernels is None
-                else self._op_terms_k(op, per_op, False, tokens, attended)
-            )
-            if comp:
-                t_comp += x
-            else:
-                t_mem += x
-            seconds += y
-            flops += op.flops * op.repeat
-            nbytes += op.bytes * op.repeat
-        seconds += lin.host_s + lin.host_per_seq_s * sequences
+        seconds = part_t[0] + part_a[0] + part_n[0] + lin.host[0] + lin.host[2] * sequences
+        t_comp = part_t[1] + part_a[1] + part_n[1]
+        t_mem = part_t[2] + part_a[2] + part_n[2]
         t_wait = max(0.0, seconds - t_comp - t_mem)
         joules = self.p_compute * t_comp + self.p_memory * t_mem + self.p_wait * t_wait
-        cost = PhaseCost(seconds=seconds, joules=joules, flops=flops, bytes=nbytes)
+        cost = PhaseCost(
+            seconds=seconds,
+            joules=joules,
+            flops=part_t[3] + part_a[3] + part_n[3],
+            bytes=part_t[4] + part_a[4] + part_n[4],
+        )
         self._remember(key, cost)
         return cost
 
@@ -744,74 +766,87 @@ class GpuModel(DeviceModel):
         return rows[1], rows[2], rows[3]
 
     def _mixed_lin(self, model: ModelSpec) -> _MixedLin:
-        """Every operator of a mixed pass outside attention as affine functions of the pass's
-        tokens ``T`` and sequences ``n`` (their FLOPs and bytes are; so are the kernel
-        model's compute and memory times), read off the passes at (1, 1), (2, 1), (2, 2)."""
+        """Every operator of a mixed pass as affine functions of ``(1, T, n, p, kv)`` (its
+        FLOPs and bytes are, and so are the roofline's and the kernel model's compute and
+        memory times), read off five passes differing in one count each."""
         lin = self._mixed_lins.get(model)
         if lin is not None:
             return lin
-        points = ((1, 1), (2, 1), (2, 2))
-        per_point = []
-        host = []
+        base = (1, 2, 1, 1, 1)
+        points = [base] + [
+            tuple(v + (1 if i == j else 0) for i, v in enumerate(base)) for j in range(1, 5)
+        ]
+        table: list[list[tuple[float, float, float, float, float, float]]] = []
+        kinds: list[str] = []
+        hosts: list[float] = []
         per_op = 0.0
-        for t, n in points:
+        for pt in points:
+            _, t, n, p, kv = pt
             frame = mixed_frame(model, t, n, self.precision, fused_attention=self.fused_attention)
-            g = frame.graph(0, 0)
-            n_ops = len(g.layer_ops)
-            per_op, host_only = self._host(n_ops, g.n_layers)
-            ops = [*frame.head, *frame.tail]
+            g = frame.graph(p, kv)
+            per_op, host_only = self._host(len(g.layer_ops), g.n_layers)
+            ops = [(op, "graph") for op in (*frame.head, *frame.tail)]
+            ops += [(op, "attn") for op in frame.attention(p, kv)]
             if self.kernels is not None:
-                per_op = max(per_op, self.kernels.floor_s)
-                sampler = sampler_op(g.ops[-1].out_features, g.sequences, self.precision)
-                ops += [*self._layer_extras(g), sampler]
                 k = self.kernels
+                per_op = max(per_op, k.floor_s)
+                sampler = sampler_op(g.ops[-1].out_features, g.sequences, self.precision)
+                ops += [(op, "extra") for op in (*self._layer_extras(g), sampler)]
                 host_only = (
                     host_only
                     + k.layer_fixed_s * g.n_layers
                     + k.bookkeeping_s(self.kernels_per_pass)
                     + k.host_s(g.sequences)
                 )
-            rows = []
-            for op in ops:
+            row_vals = []
+            for op, kind in ops:
                 if self.kernels is None:
                     c, m = op.flops / self.ops_rate, op.bytes / self.bw
                 else:
-                    c, m = self.kernels.cm(op, False, t, 0)
-                act = op.act_read_bytes + op.act_write_bytes
-                graph_op = op in frame.head or op in frame.tail
-                f = op.flops * op.repeat if graph_op else 0.0
-                b = op.bytes * op.repeat if graph_op else 0.0
-                rows.append((c, m, op.repeat, f, b, act))
-            per_point.append(rows)
-            host.append(host_only)
-        p11, p21, p22 = per_point
-        ops_lin = []
-        totals = [0.0] * 6
-        acts = []
-        for r11, r21, r22 in zip(p11, p21, p22, strict=True):
-            coef = []
-            for i in (0, 1, 3, 4, 5):
-                dt = r21[i] - r11[i]
-                dn = r22[i] - r21[i]
-                coef.append((r11[i] - dt - dn, dt, dn))
-            (cc, mc, fc, bc, ac) = coef
-            ops_lin.append((*cc[:1], cc[1], cc[2], mc[0], mc[1], mc[2], float(r11[2])))
-            for j, v in enumerate((*fc, *bc)):
-                totals[j] += v
-            acts.append(ac)
-        host_per_seq = host[2] - host[1]
-        lin = _MixedLin(
-            ops=tuple(ops_lin),
+                    c, m = self.kernels.cm(op, False, t, p)
+                counted = kind != "extra"  # graph totals hold the graph's operators only
+                row_vals.append(
+                    (
+                        c,
+                        m,
+                        op.flops * op.repeat if counted else 0.0,
+                        op.bytes * op.repeat if counted else 0.0,
+                        op.act_read_bytes + op.act_write_bytes,
+                        float(op.repeat),
+                    )
+                )
+            table.append(row_vals)
+            hosts.append(host_only)
+            kinds = [kind for _, kind in ops]
+        rows: list[_Row] = []
+        for i in range(len(table[0])):
+            coefs = []
+            for q in range(5):
+                v0 = table[0][i][q]
+                d = [table[j][i][q] - v0 for j in range(1, 5)]
+                const = v0 - sum(dj * bj for dj, bj in zip(d, base[1:], strict=True))
+                coefs.append((const, *d))
+            rows.append((coefs[0], coefs[1], coefs[2], coefs[3], coefs[4], table[0][i][5]))
+        by_tokens, by_seqs, attention = [], [], []
+        for row, kind in zip(rows, kinds, strict=True):
+            if kind == "attn":
+                attention.append(row)
+            elif any(abs(c[2]) > 0.0 for c in row[:5]):
+                by_seqs.append(row)  # the final norm, the LM head, the sampler
+            else:
+                by_tokens.append(row)
+        host_per_seq = hosts[2] - hosts[0]
+        lin = self._mixed_lins[model] = _MixedLin(
+            by_tokens=tuple(by_tokens),
+            by_seqs=tuple(by_seqs),
+            attention=tuple(attention),
             per_op=per_op,
-            host_s=host[0] - host_per_seq,
-            host_per_seq_s=host_per_seq,
-            flops=(totals[0], totals[1], totals[2]),
-            nbytes=(totals[3], totals[4], totals[5]),
-            acts=tuple(acts),
+            host=(hosts[0] - host_per_seq * base[2], 0.0, host_per_seq),
             weights=self.weights_bytes(model),
             kv_per_token=model.kv_bytes_per_token(self.runtime.kv_bits),
+            t_memo={},
+            n_memo={},
         )
-        self._mixed_lins[model] = lin
         return lin
 
     def _check_fits(self, model: ModelSpec, g: PhaseGraph, resident_tokens: int) -> None:

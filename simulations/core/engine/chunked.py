@@ -79,6 +79,9 @@ class ChunkedSim(BatchingSim):
         )
         nu = len(units)
         n = len(self.prompt)
+        for unit in units:
+            # A convex decode curve learns each batch size up to the whole pool at once.
+            unit.curve.kv_limit = max(unit.curve.kv_limit, self.pool[unit.index] * block_size)
         #: Prompts being prefilled per unit, in admission order: [rid, tokens done, blocks].
         self.partial: list[list[list[int]]] = [[] for _ in units]
         self.reserved = [0] * nu
@@ -98,14 +101,14 @@ class ChunkedSim(BatchingSim):
 
     # -- KV accounting (prompts reserved whole, the prefix counted once) -----------------
 
-    def _adjust(self, u: int) -> int:
-        return self.reserved[u] + self.pinned[u] - self.shared_sub[u]
-
     def _held(self, u: int, k: int) -> int:
-        return super()._held(u, k) + self._adjust(u)
+        return super()._held(u, k) + self.reserved[u] + self.pinned[u] - self.shared_sub[u]
 
     def _held_bound(self, u: int, k: int) -> int:
-        return super()._held_bound(u, k) + self._adjust(u)
+        # BatchingSim's O(1) bound, inlined (the admission checks call it per arrival).
+        b = len(self.running[u])
+        bound = (self.sum_off[u] + b * (self.S[u] + k + self.bs - 1)) // self.bs
+        return bound + self.reserved[u] + self.pinned[u] - self.shared_sub[u]
 
     def _hit(self, u: int, rid: int) -> bool:
         """Whether ``rid`` would find its prefix cached on ``u``."""

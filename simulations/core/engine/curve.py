@@ -19,6 +19,10 @@ values are bounded by the context window, not by the number of requests) and run
 summed from prefix sums per residue class ``K mod B``, in O(1) per run. Learned pieces
 and tables are cached per batch size and reused by every later run.
 
+``convex=True`` (a device family that declares its decode cost convex in the cached
+tokens, for a scheduler that asks for it) verifies a piece at its ends' neighbours only —
+for a convex cost, equal end slopes force the chord — instead of also at interior probes.
+
 ``exact=True`` turns all of this off and evaluates every step (the reference mode that the
 fast path is tested against).
 """
@@ -26,10 +30,13 @@ fast path is tested against).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import math
 from collections.abc import Callable, Iterable
 
 import numpy as np
+
+from simulations.core.errors import SpecError
 
 #: Relative tolerance within which a model value must match its affine piece.
 AFFINE_RTOL = 1e-11
@@ -95,10 +102,22 @@ class DecodeCurve:
     """
 
     def __init__(
-        self, step_fn: StepFn, *, exact: bool = False, steps_fn: StepsFn | None = None
+        self,
+        step_fn: StepFn,
+        *,
+        exact: bool = False,
+        steps_fn: StepsFn | None = None,
+        convex: bool = False,
     ) -> None:
         self._fn = step_fn
         self._many = steps_fn
+        #: The cost is known to be convex in the cached tokens for every batch size (a sum
+        #: of roofline maxima of affine terms): a range whose end slopes equal its chord is
+        #: affine, so pieces are verified at their ends' neighbours only.
+        self.convex = convex
+        #: The most cached tokens a run may reach (the scheduler's KV pool, in tokens): a
+        #: convex curve learns each batch size up to it at once. 0: no such learning.
+        self.kv_limit = 0
         self.exact = exact
         self._pieces: dict[int, list[_Piece]] = {}
         self._los: dict[int, list[int]] = {}
@@ -174,6 +193,8 @@ class DecodeCurve:
         if self._many is not None and span > 0:
             if span < MIN_SPAN:
                 self._prefetch(batch, range(lo, hi + 1))
+            elif self.convex:
+                self._prefetch(batch, (lo, lo + 1, hi - 1, hi))
             else:
                 self._prefetch(
                     batch,
@@ -203,7 +224,11 @@ class DecodeCurve:
             # need not be convex (tile staircases, regime-dependent power), so interior points
             # spread at irregular (golden-ratio) fractions of the span catch jumps and dips
             # wider than about span / PROBES without aliasing with periodic staircases.
-            probes = (lo + 1, hi - 1, *(lo + 1 + int(f * (span - 2)) for f in _PROBE_FRACTIONS))
+            probes = (
+                (lo + 1, hi - 1)
+                if self.convex
+                else (lo + 1, hi - 1, *(lo + 1 + int(f * (span - 2)) for f in _PROBE_FRACTIONS))
+            )
         if all(self._fits(batch, a_s, b_s, a_j, b_j, k) for k in probes):
             p = _Piece(lo, hi)
             p.a_s, p.b_s, p.a_j, p.b_j = a_s, b_s, a_j, b_j
@@ -235,7 +260,16 @@ class DecodeCurve:
             return False
         old = piece.hi
         span = hi - old
-        probes = (hi, hi - 1, *(old + 1 + int(f * max(span - 1, 0)) for f in _PROBE_FRACTIONS))
+        if self.convex:
+            # The piece fits at its own ends and their neighbours: for a convex cost, the new
+            # end and its neighbour on the same line force every step between onto it.
+            probes: tuple[int, ...] = (hi, hi - 1)
+        else:
+            probes = (
+                hi,
+                hi - 1,
+                *(old + 1 + int(f * max(span - 1, 0)) for f in _PROBE_FRACTIONS),
+            )
         self._prefetch(batch, probes)
         if all(self._fits(batch, piece.a_s, piece.b_s, piece.a_j, piece.b_j, k) for k in probes):
             piece.hi = hi
@@ -243,7 +277,18 @@ class DecodeCurve:
         return False
 
     def _cover(self, batch: int, lo: int, hi: int) -> None:
-        """Make sure pieces cover every integer of ``[lo, hi]``."""
+        """Make sure pieces cover every integer of ``[lo, hi]``.
+
+        A convex curve learns a batch size's whole range ``[0, kv_limit]`` the first time
+        it is asked for it: its few pieces (one per roofline regime) cost a handful of
+        evaluations, and later runs of that batch size find them already there."""
+        if self.convex and hi < self.kv_limit and not self._pieces.get(batch):
+            # The model may refuse the far end (memory): then learn what is asked only.
+            with contextlib.suppress(SpecError):
+                self._cover_range(batch, 0, self.kv_limit)
+        self._cover_range(batch, lo, hi)
+
+    def _cover_range(self, batch: int, lo: int, hi: int) -> None:
         pieces = self._pieces.setdefault(batch, [])
         los = self._los.setdefault(batch, [])
         k = lo

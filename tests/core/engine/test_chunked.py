@@ -207,3 +207,29 @@ def test_chunked_prefill_needs_a_budget_of_at_least_max_batch() -> None:
     with pytest.raises(SpecError) as err:
         ChunkedSim(_requests(n=5), _units(), max_batch=64, max_batched_tokens=32)
     assert err.value.field == "options.max_batched_tokens"
+
+
+def test_a_convex_decode_curve_learns_a_batch_size_once_and_sums_the_same_runs() -> None:
+    """The chunked scheduler's curves (convex GPU costs) verify pieces at their ends and
+    learn each batch size up to the KV pool at once: the same run costs as the default
+    learning, from far fewer model evaluations."""
+    plain = _units()[0].curve
+    convex = build_units(
+        [DevicePlacement(CAT.device("a100-80gb"), 1, CAT.runtimes["vllm-fp16"])],
+        MODEL,
+        lambda d, r: type(build_device_model(d, r))(d, r),
+        convex=True,
+    )[0].curve
+    assert convex.convex and not plain.convex
+    convex.kv_limit = 120_000
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        batch = int(rng.integers(1, 200))
+        k0 = int(rng.integers(0, 100_000 // batch)) * batch
+        n = int(rng.integers(1, 300))
+        if k0 + n * batch > 120_000:
+            continue
+        a = convex.run_cost(batch, k0, n)
+        b = plain.run_cost(batch, k0, n)
+        assert a == pytest.approx(b, rel=1e-12)
+    assert convex.evaluations < plain.evaluations / 3

@@ -229,6 +229,10 @@ class HomogeneousPolicy(EnginePolicy):
             exact=self.reference,
             timeline_cap=self.timeline_cap,
             step_overhead_s=overhead,
+            # The chunked scheduler is new: its decode curves verify their pieces at the
+            # ends only (for families with convex decode costs); the existing scheduler
+            # keeps the learning its recorded results came from.
+            convex=bool(opts["chunked_prefill"]),
         )
         if opts["chunked_prefill"]:
             for unit in units:
