@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulations.core.catalog import Catalog
 from simulations.core.errors import ScenarioValidationError, SpecError, UnknownPolicyError
@@ -34,7 +34,6 @@ from simulations.core.json_fields import (
     reject_unknown_keys,
     type_name,
 )
-from simulations.core.policies import Policy, RoleSpec, get_policy
 from simulations.core.spec import (
     ArrivalKind,
     ArrivalSpec,
@@ -96,7 +95,18 @@ _ARRIVAL_KEYS = {
     "trace": ("kind", "trace", "time_scale"),
 }
 
+if TYPE_CHECKING:  # the registry is imported where a policy is looked up (start-up time)
+    from simulations.core.policies import Policy, RoleSpec
+
 TraceLoader = Callable[[str | Path], TraceData]
+
+
+def get_policy(name: str) -> type[Policy]:
+    """The registered policy ``name`` (the registry is imported on first use, not when this
+    module is: every management command imports the scenario rules at start-up)."""
+    from simulations.core.policies import get_policy as lookup
+
+    return lookup(name)
 
 
 # --- workload --------------------------------------------------------------------------------
