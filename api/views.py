@@ -38,7 +38,7 @@ from api import serializers as s
 from api.filters import StrictFilterSet, StrictQueryMixin
 from api.models import ApiToken, hash_key, new_key
 from api.parsers import BoundedJSONParser, BoundedMultiPartParser
-from api.permissions import IsOwnerOrReadOnly, IsStaffOrReadOnly
+from api.permissions import CatalogEditorOrReadOnly, IsOwnerOrReadOnly
 from api.renderers import CSVRenderer, columns_for, system_row
 from api.throttles import (
     PlanSubmitThrottle,
@@ -94,7 +94,7 @@ class DeviceViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """Devices: read for everyone signed in, write for staff."""
 
     serializer_class = s.DeviceSerializer
-    permission_classes = [IsStaffOrReadOnly]
+    permission_classes = [CatalogEditorOrReadOnly]
     lookup_field = "slug"
     lookup_value_regex = SLUG_LOOKUP
     filterset_class = DeviceFilter
@@ -127,7 +127,7 @@ class RuntimeProfileViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """Runtime profiles (software stacks): read for everyone signed in, write for staff."""
 
     serializer_class = s.RuntimeProfileSerializer
-    permission_classes = [IsStaffOrReadOnly]
+    permission_classes = [CatalogEditorOrReadOnly]
     lookup_field = "slug"
     lookup_value_regex = SLUG_LOOKUP
     filterset_class = RuntimeFilter
@@ -150,7 +150,7 @@ class LLMModelViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """LLM models: read for everyone signed in, write (and Hugging Face import) for staff."""
 
     serializer_class = s.LLMModelSerializer
-    permission_classes = [IsStaffOrReadOnly]
+    permission_classes = [CatalogEditorOrReadOnly]
     lookup_field = "slug"
     lookup_value_regex = SLUG_LOOKUP
     filterset_fields = ("ffn_kind",)

@@ -30,6 +30,21 @@ from simulations.models import (
     Trace,
     Workload,
 )
+from simulations.permissions import can_edit_catalog
+
+
+class CatalogEditorAdmin(admin.ModelAdmin):
+    """Writes to a shared catalog table need :func:`can_edit_catalog` (the rule the API and
+    the pages apply) on top of Django's model permissions."""
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return can_edit_catalog(request.user) and super().has_add_permission(request, *args)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return can_edit_catalog(request.user) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return can_edit_catalog(request.user) and super().has_delete_permission(request, obj)
 
 
 class MemoryTierFormSet(BaseInlineFormSet):
@@ -52,7 +67,7 @@ class MemoryTierInline(admin.TabularInline):
 
 
 @admin.register(Device)
-class DeviceAdmin(admin.ModelAdmin):
+class DeviceAdmin(CatalogEditorAdmin):
     """Devices: datasheet facts with a source for every number."""
 
     inlines = [MemoryTierInline]
@@ -134,7 +149,7 @@ class DeviceAdmin(admin.ModelAdmin):
 
 
 @admin.register(RuntimeProfile)
-class RuntimeProfileAdmin(admin.ModelAdmin):
+class RuntimeProfileAdmin(CatalogEditorAdmin):
     """Runtime profiles: fitted software behaviour, one per stack."""
 
     list_display = (
@@ -182,7 +197,7 @@ class HfImportForm(forms.Form):
 
 
 @admin.register(LLMModel)
-class LLMModelAdmin(admin.ModelAdmin):
+class LLMModelAdmin(CatalogEditorAdmin):
     """LLM models: shapes, importable from a Hugging Face config.json."""
 
     change_list_template = "admin/simulations/llmmodel/change_list.html"

@@ -1,0 +1,22 @@
+"""Who may do what, as plain functions both the API's permission classes and the pages call.
+
+One rule per decision, so a page can never allow what the API refuses (issue 16, defect 8).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def can_edit_catalog(user: Any) -> bool:
+    """Whether ``user`` may create, change or delete shared catalog rows (devices, memory
+    tiers, runtime profiles, models — also by import): active staff only.
+
+    The catalog is shared by every user: a change alters what everyone's scenarios simulate.
+    """
+    return bool(
+        user is not None
+        and getattr(user, "is_authenticated", False)
+        and getattr(user, "is_active", False)
+        and getattr(user, "is_staff", False)
+    )
