@@ -125,6 +125,14 @@ class CatalogItem(models.Model):
         "(datasheet, paper table or section).",
     )
     notes = models.TextField(blank=True, help_text="Free-text remarks (assumptions, caveats).")
+    seed_values = models.JSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What ``seed_catalog`` last wrote to this row (column → value; empty: not a "
+        "built-in row). A reseed updates the row only while its values still equal these, so "
+        "a staff edit is never overwritten.",
+    )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the row was created.")
     updated_at = models.DateTimeField(auto_now=True, help_text="When the row last changed.")
 

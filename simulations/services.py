@@ -18,7 +18,7 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -152,19 +152,99 @@ def model_save(
     return row
 
 
+def _json_normal(value: Any) -> Any:
+    """``value`` as a JSON column gives it back (tuples as lists, str enums as strings)."""
+    return json.loads(json.dumps(value))
+
+
+def device_seed_values(spec: DeviceSpec, *, notes: str = "") -> dict[str, Any]:
+    """What seeding ``spec`` writes to its Device row, as a snapshot: the columns, plus
+    ``parent`` (a slug) and ``memory_tiers`` (the MemoryTier rows' values, in order)."""
+    values = device_values(spec)
+    values.update(notes=notes, parent=spec.parent, memory_tiers=memory_tier_values(spec))
+    return dict(_json_normal(values))
+
+
+def runtime_seed_values(
+    spec: RuntimeProfile, *, default_for_kind: bool = False, notes: str = ""
+) -> dict[str, Any]:
+    """What seeding ``spec`` writes to its RuntimeProfile row, as a snapshot."""
+    values = runtime_values(spec)
+    values.update(default_for_kind=default_for_kind, notes=notes)
+    return dict(_json_normal(values))
+
+
+def model_seed_values(spec: ModelSpec, *, notes: str = "") -> dict[str, Any]:
+    """What seeding ``spec`` writes to its LLMModel row, as a snapshot."""
+    values = model_values(spec)
+    values["notes"] = notes
+    return dict(_json_normal(values))
+
+
+def current_seed_values(row: Any, keys: Iterable[str]) -> dict[str, Any]:
+    """The row's current values under the snapshot keys ``keys`` (the shape of
+    :func:`device_seed_values` and its siblings), JSON-normalised for comparison."""
+    out: dict[str, Any] = {}
+    for key in keys:
+        if key == "parent":
+            out[key] = row.parent.slug if row.parent_id is not None else None
+        elif key == "memory_tiers":
+            out[key] = [
+                {
+                    "order": t.order,
+                    "kind": t.kind,
+                    "capacity_gb": t.capacity_gb,
+                    "bw_gbps": t.bw_gbps,
+                }
+                for t in row.memory_tiers.order_by("order")
+            ]
+        else:
+            out[key] = getattr(row, key)
+    return dict(_json_normal(out))
+
+
+def seed_owned(row: Any, new: Mapping[str, Any]) -> bool:
+    """Whether the seed still owns ``row``: it has a snapshot and its current values equal
+    the snapshot on every key the snapshot and the new seed values ``new`` share (a key new
+    to the seed, or one it no longer writes, is not an edit). A row without a snapshot was
+    not written by the seed (staff created it): never owned."""
+    snapshot = row.seed_values or {}
+    if not isinstance(snapshot, dict) or not snapshot:
+        return False
+    keys = [k for k in new if k in snapshot]
+    current = current_seed_values(row, keys)
+    return all(current[k] == snapshot[k] for k in keys)
+
+
 @dataclass
 class SeedReport:
-    """What :func:`catalog_seed` stored, by kind of record."""
+    """What :func:`catalog_seed` did: the slugs of every record, by kind of record, and the
+    rows it created, updated, forced back (``reset``) or left alone because staff edited
+    them (``kept``), each as ``"<kind> <slug>"``."""
 
     devices: list[str] = field(default_factory=list)
     runtimes: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    reset: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"{len(self.devices)} devices, {len(self.runtimes)} runtime profiles, "
-            f"{len(self.models)} models"
+            f"{len(self.models)} models ({len(self.created)} created, "
+            f"{len(self.updated)} updated)"
         )
+        if self.reset:
+            text += f"; reset {', '.join(self.reset)}"
+        if self.kept:
+            rows = "row" if len(self.kept) == 1 else "rows"
+            text += (
+                f"; kept {len(self.kept)} edited {rows}: {', '.join(self.kept)} "
+                "(staff changed them; `seed_catalog --reset SLUG` restores one)"
+            )
+        return text
 
 
 def _record_error(kind: str, record: Mapping[str, Any], exc: Exception) -> ValidationError:
@@ -176,21 +256,63 @@ def _record_error(kind: str, record: Mapping[str, Any], exc: Exception) -> Valid
     return ValidationError(f"{kind} {slug!r}: {exc}")
 
 
+def _seed_row(
+    report: SeedReport,
+    kind: str,
+    model: Any,
+    slug: str,
+    new: dict[str, Any],
+    reset: Collection[str],
+    save: Any,
+) -> None:
+    """Create, update or keep the ``model`` row ``slug`` (see :func:`catalog_seed`);
+    ``save()`` writes the seed's values, then the snapshot is stored beside them."""
+    row = model.objects.filter(slug=slug).first()
+    label = f"{kind} {slug}"
+    if row is not None and slug not in reset and not seed_owned(row, new):
+        report.kept.append(label)
+        return
+    if (
+        row is not None
+        and slug not in reset
+        and row.seed_values == new
+        and current_seed_values(row, new) == new
+    ):
+        return  # already the seed's values: no write (updated_at, memory tier ids) at all
+    saved = save()
+    model.objects.filter(pk=saved.pk).update(seed_values=new)
+    if row is None:
+        report.created.append(label)
+    else:
+        (report.reset if slug in reset else report.updated).append(label)
+
+
 def catalog_seed(
     *,
     devices: Iterable[Mapping[str, Any]] | None = None,
     runtimes: Iterable[Mapping[str, Any]] | None = None,
     models: Iterable[Mapping[str, Any]] | None = None,
+    reset: Collection[str] = (),
 ) -> SeedReport:
     """Load catalog records (default: the built-in JSON files) into the database.
 
-    Idempotent: records are matched by slug and updated in place; rows not in the records
-    are left alone. Each record is validated as a core spec first; one bad record rolls
-    the whole seed back (ValidationError naming it). Parents are stored before components.
+    Records are matched by slug. A missing row is created; an existing row is updated only
+    while the seed still owns it — its values equal the snapshot of what the seed last
+    wrote (``seed_values``) — so a row staff edited (admin, API, page) is left alone and
+    reported in ``kept``. ``reset`` names slugs forced back to the seed all the same
+    (ValidationError if one is not in the records). Rows not in the records are left
+    alone. Each record is validated as a core spec first; one bad record rolls the whole
+    seed back (ValidationError naming it). Parents are stored before components.
     """
     dev_records = list(iter_records("devices") if devices is None else devices)
     rt_records = list(iter_records("runtimes") if runtimes is None else runtimes)
     model_records = list(iter_records("models") if models is None else models)
+    known = {str(r.get("slug")) for r in (*dev_records, *rt_records, *model_records)}
+    unknown = sorted(set(reset) - known)
+    if unknown:
+        raise ValidationError(
+            {"reset": [f"not in the seed data: {', '.join(unknown)} (nothing was changed)"]}
+        )
     report = SeedReport()
     with transaction.atomic():
         specs: list[tuple[DeviceSpec, str]] = []
@@ -203,7 +325,15 @@ def catalog_seed(
         specs.sort(key=lambda s: s[0].parent is not None)
         for spec, notes in specs:
             try:
-                device_save(spec, notes=notes)
+                _seed_row(
+                    report,
+                    "device",
+                    Device,
+                    spec.slug,
+                    device_seed_values(spec, notes=notes),
+                    reset,
+                    lambda spec=spec, notes=notes: device_save(spec, notes=notes),
+                )
             except ValidationError as exc:
                 raise _record_error("device", {"slug": spec.slug}, exc) from exc
             report.devices.append(spec.slug)
@@ -213,18 +343,55 @@ def catalog_seed(
             notes = str(rec.get("notes", ""))
             try:
                 rt = runtime_from_dict(rec)
-                runtime_save(rt, default_for_kind=is_default, notes=notes)
+                _seed_runtime(report, rt, is_default, notes, reset)
             except (SpecError, ValidationError, TypeError, ValueError) as exc:
                 raise _record_error("runtime", rec, exc) from exc
             report.runtimes.append(rt.slug)
         for rec in model_records:
             try:
                 model = model_from_dict(rec)
-                model_save(model, notes=str(rec.get("notes", "")))
+                notes = str(rec.get("notes", ""))
+                _seed_row(
+                    report,
+                    "model",
+                    LLMModel,
+                    model.slug,
+                    model_seed_values(model, notes=notes),
+                    reset,
+                    lambda model=model, notes=notes: model_save(model, notes=notes),
+                )
             except (SpecError, ValidationError, TypeError, ValueError) as exc:
                 raise _record_error("model", rec, exc) from exc
             report.models.append(model.slug)
     return report
+
+
+def _seed_runtime(
+    report: SeedReport, rt: RuntimeProfile, is_default: bool, notes: str, reset: Collection[str]
+) -> None:
+    """Seed one runtime profile. Making it its kind's default clears the previous default's
+    mark; when the seed made that one's mark too, its snapshot follows, so the move is not
+    mistaken for a staff edit at the next seed."""
+    before = set(
+        RuntimeProfileRow.objects.filter(
+            device_kind=str(rt.device_kind), default_for_kind=True
+        ).values_list("pk", flat=True)
+    )
+    _seed_row(
+        report,
+        "runtime",
+        RuntimeProfileRow,
+        rt.slug,
+        runtime_seed_values(rt, default_for_kind=is_default, notes=notes),
+        reset,
+        lambda: runtime_save(rt, default_for_kind=is_default, notes=notes),
+    )
+    for row in RuntimeProfileRow.objects.filter(pk__in=before, default_for_kind=False):
+        snapshot = row.seed_values or {}
+        if isinstance(snapshot, dict) and snapshot.get("default_for_kind") is True:
+            RuntimeProfileRow.objects.filter(pk=row.pk).update(
+                seed_values={**snapshot, "default_for_kind": False}
+            )
 
 
 def hf_model_import(
