@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Prefetch, QuerySet
@@ -188,7 +189,11 @@ class LLMModelViewSet(StrictQueryMixin, viewsets.ModelViewSet):
 @extend_schema_view(
     list=extend_schema(summary="List traces", tags=["workloads"]),
     retrieve=extend_schema(summary="A trace's summary", tags=["workloads"]),
-    destroy=extend_schema(summary="Delete a trace (its uploader or staff)", tags=["workloads"]),
+    destroy=extend_schema(
+        summary="Delete a trace (its owner or staff; 409 naming its users while in use)",
+        tags=["workloads"],
+        responses={204: None, 409: OpenApiResponse(description="The trace is in use.")},
+    ),
 )
 class TraceViewSet(
     StrictQueryMixin,
@@ -197,8 +202,9 @@ class TraceViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Request traces (Azure LLM inference format): every signed-in user reads and uploads;
-    scenarios refer to them by slug."""
+    """Request traces (Azure LLM inference format): every signed-in user uploads and reads
+    their own, shared and public traces; scenarios refer to them by slug. A trace in use
+    cannot be deleted (409 naming the referrers)."""
 
     serializer_class = s.TraceSerializer
     lookup_field = "slug"
@@ -208,7 +214,7 @@ class TraceViewSet(
     parser_classes = [BoundedJSONParser, BoundedMultiPartParser]
 
     def get_queryset(self) -> QuerySet[Any]:
-        return selectors.trace_list().select_related("uploaded_by")
+        return selectors.traces_visible_to(self.request.user).defer("data").select_related("owner")
 
     def get_throttles(self) -> list[Any]:
         if self.action == "create":
@@ -216,10 +222,10 @@ class TraceViewSet(
         return super().get_throttles()
 
     def perform_destroy(self, instance: Trace) -> None:
-        user = self.request.user
-        if instance.uploaded_by_id != user.pk and not user.is_staff:
-            raise PermissionDenied("Only its uploader or staff delete it.")
-        instance.delete()
+        try:
+            services.trace_delete(trace=instance, user=self.request.user)
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied("Only its owner or staff delete it.") from exc
 
     @extend_schema(
         summary="Upload an Azure-format trace (CSV file or text)",
@@ -242,7 +248,8 @@ class TraceViewSet(
                 name=v["name"],
                 text=text,
                 source=v.get("source", ""),
-                uploaded_by=request.user,
+                owner=request.user,
+                visibility=v["visibility"],
             )
         except DjangoValidationError as exc:
             errors = getattr(exc, "message_dict", {"text": exc.messages})

@@ -26,10 +26,11 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Q, Value
+from django.db.models import ProtectedError, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from simulations import selectors
 from simulations.adapters import (
     catalog_from_db,
     device_values,
@@ -39,7 +40,7 @@ from simulations.adapters import (
     trace_values,
     traces_from_db,
 )
-from simulations.choices import ACTIVE_STATUSES, RunEventKind, RunStatus
+from simulations.choices import ACTIVE_STATUSES, RunEventKind, RunStatus, TraceVisibility
 from simulations.core import scenario as scenario_rules
 from simulations.core.catalog import (
     device_from_dict,
@@ -60,9 +61,11 @@ from simulations.models import (
     Scenario,
     SimulationRun,
     Trace,
+    TraceReference,
     Workload,
 )
 from simulations.models import RuntimeProfile as RuntimeProfileRow
+from simulations.permissions import can_edit_catalog
 
 logger = logging.getLogger(__name__)
 
@@ -446,18 +449,137 @@ def trace_import(
     name: str,
     text: str | bytes,
     source: str = "",
-    uploaded_by: Any = None,
+    owner: Any = None,
+    visibility: str | None = None,
 ) -> Trace:
-    """Store an Azure-format trace (``TIMESTAMP,ContextTokens,GeneratedTokens``) parsed.
+    """Store an Azure-format trace (``TIMESTAMP,ContextTokens,GeneratedTokens``) parsed,
+    owned by ``owner`` (None: a built-in trace) with ``visibility`` — by default private
+    for an upload and public for a built-in trace; only a catalog editor (or the system,
+    without an owner) publishes one.
 
-    Raises ValidationError (``text`` names the line and column at fault); nothing is
-    stored then.
+    Raises ValidationError (``text`` names the line and column at fault, ``visibility`` a
+    refused choice); nothing is stored then.
     """
+    if visibility is None:
+        visibility = TraceVisibility.PRIVATE if owner is not None else TraceVisibility.PUBLIC
+    if visibility == TraceVisibility.PUBLIC and owner is not None and not can_edit_catalog(owner):
+        raise ValidationError(
+            {"visibility": ["only staff publish a trace; choose private or shared"]}
+        )
     values = trace_parse(slug=slug, text=text)
-    row = Trace(slug=slug, name=name, source=source, uploaded_by=uploaded_by, **values)
+    row = Trace(slug=slug, name=name, source=source, owner=owner, visibility=visibility, **values)
     row.full_clean()
     row.save()
     return row
+
+
+class TraceInUseError(Exception):
+    """A trace cannot be deleted: scenarios, sweeps, plans or workloads use it.
+
+    ``referrers`` lists them (:func:`trace_referrers`), ``str()`` names them.
+    """
+
+    def __init__(self, trace: Trace, referrers: list[dict[str, Any]]) -> None:
+        self.trace_slug = trace.slug
+        self.referrers = referrers
+        names = ", ".join(
+            f"{r['kind']} #{r['id']}"
+            + (f" “{r['name']}”" if r["name"] else "")
+            + (f" ({r['owner']})" if r["owner"] else "")
+            for r in referrers
+        )
+        super().__init__(
+            f"trace {trace.slug!r} is still used by {names}; nothing was deleted "
+            "(change or delete those first)"
+        )
+
+
+def trace_referrers(trace: Trace, user: Any) -> list[dict[str, Any]]:
+    """Every row that uses ``trace``: ``{"kind", "id", "owner", "name"}`` by kind and id.
+
+    ``owner`` is the username (so the trace's owner knows whom to ask); ``name`` is given
+    only where ``user`` may read the row (their own, or a shared scenario or workload) —
+    another user's private row is counted, never described.
+    """
+    out: list[dict[str, Any]] = []
+    refs = (
+        TraceReference.objects.filter(trace=trace)
+        .select_related("scenario__owner", "sweep__owner", "plan__owner")
+        .order_by("id")
+    )
+    rows: list[tuple[str, Any]] = []
+    for ref in refs:
+        for kind in ("scenario", "sweep", "plan"):
+            row = getattr(ref, kind)
+            if row is not None:
+                rows.append((kind, row))
+    rows += [("workload", w) for w in Workload.objects.filter(trace=trace).select_related("owner")]
+    order = {"scenario": 0, "sweep": 1, "plan": 2, "workload": 3}
+    for kind, row in sorted(rows, key=lambda kr: (order[kr[0]], kr[1].pk)):
+        readable = row.owner_id == getattr(user, "pk", None) or (
+            isinstance(row, Scenario | Workload) and row.shared
+        )
+        out.append(
+            {
+                "kind": kind,
+                "id": row.pk,
+                "owner": row.owner.get_username() if row.owner_id else None,
+                "name": row.name if readable else None,
+            }
+        )
+    return out
+
+
+def trace_delete(*, trace: Trace, user: Any) -> None:
+    """Delete ``trace`` unless something uses it.
+
+    Its owner deletes a private or shared trace; catalog editors delete any (a public one
+    only they). PermissionDenied otherwise; TraceInUseError (naming the referrers) while
+    scenarios, sweeps, plans or workloads use it — nothing is deleted then. The trace row
+    is locked while the references are read, and the PROTECT foreign keys refuse a delete
+    that races a new reference.
+    """
+    editor = can_edit_catalog(user)
+    if not editor and (trace.visibility == TraceVisibility.PUBLIC or trace.owner_id != user.pk):
+        raise PermissionDenied("only its owner or staff delete a trace")
+    try:
+        with transaction.atomic():
+            Trace.objects.select_for_update().filter(pk=trace.pk).first()
+            referrers = trace_referrers(trace, user)
+            if referrers:
+                raise TraceInUseError(trace, referrers)
+            trace.delete()
+    except ProtectedError as exc:
+        raise TraceInUseError(trace, trace_referrers(trace, user)) from exc
+
+
+def trace_references_set(
+    names: Iterable[str], *, scenario: Any = None, sweep: Any = None, plan: Any = None
+) -> None:
+    """Record that one scenario, sweep or plan uses the traces ``names`` (replacing what it
+    recorded before). Call inside the transaction that saves the row, after validating the
+    document: the trace rows are locked (a concurrent :func:`trace_delete` waits), and a
+    name that no longer exists — deleted since the validation — is a
+    ScenarioValidationError, which rolls the save back."""
+    owner = {"scenario": scenario, "sweep": sweep, "plan": plan}
+    given = {k: v for k, v in owner.items() if v is not None}
+    if len(given) != 1:
+        raise TypeError("give exactly one of scenario, sweep, plan")
+    ((field_name, row),) = given.items()
+    names = set(names)
+    found = dict(Trace.objects.select_for_update().filter(slug__in=names).values_list("slug", "pk"))
+    gone = sorted(names - found.keys())
+    if gone:
+        raise ScenarioValidationError(
+            {"workload": [f"unknown trace {name!r} (deleted meanwhile)" for name in gone]}
+        )
+    wanted = set(found.values())
+    existing = TraceReference.objects.filter(**{field_name: row})
+    existing.exclude(trace_id__in=wanted).delete()
+    have = set(existing.values_list("trace_id", flat=True))
+    TraceReference.objects.bulk_create(
+        TraceReference(trace_id=pk, **{field_name: row}) for pk in sorted(wanted - have)
+    )
 
 
 # --- workloads and scenarios -----------------------------------------------------------------
@@ -476,42 +598,64 @@ def _document_size_check(document: Any) -> None:
         )
 
 
-def scenario_validate(document: Any) -> ScenarioSpec:
-    """Parse ``document`` against the catalog in the database (ScenarioValidationError)."""
+def visible_traces(user: Any) -> Any:
+    """The traces ``user`` may use (None: every trace — workers and the CLI, which run
+    documents validated when they were submitted)."""
+    return None if user is None else selectors.traces_visible_to(user)
+
+
+def scenario_validate(document: Any, *, user: Any = None) -> ScenarioSpec:
+    """Parse ``document`` against the catalog in the database (ScenarioValidationError).
+
+    With ``user``, a trace name resolves only among the traces that user may use (their
+    own, shared and public ones): another user's private trace is an unknown trace.
+    """
     _document_size_check(document)
-    traces = traces_from_db(scenario_rules.trace_names(document))
+    traces = traces_from_db(scenario_rules.trace_names(document), visible_traces(user))
     return scenario_rules.parse_scenario(document, catalog_from_db(), traces=traces)
 
 
 def scenario_create(*, owner: Any, document: Any, shared: bool = False) -> Scenario:
-    """Validate and store a scenario document owned by ``owner``.
+    """Validate and store a scenario document owned by ``owner``, and record the traces it
+    uses (so they cannot be deleted under it).
 
     Raises ScenarioValidationError (every problem, keyed by JSON path); nothing is stored then.
     """
-    spec = scenario_validate(document)
-    return Scenario.objects.create(owner=owner, name=spec.name, document=document, shared=shared)
+    spec = scenario_validate(document, user=owner)
+    with transaction.atomic():
+        scenario = Scenario.objects.create(
+            owner=owner, name=spec.name, document=document, shared=shared
+        )
+        trace_references_set(scenario_rules.trace_names(document), scenario=scenario)
+    return scenario
 
 
 def scenario_update(
     *, scenario: Scenario, document: Any = None, shared: bool | None = None
 ) -> Scenario:
-    """Replace the document and/or the sharing flag (validated like :func:`scenario_create`)."""
+    """Replace the document and/or the sharing flag (validated like :func:`scenario_create`;
+    the recorded trace references follow the new document)."""
     fields = ["updated_at"]
     if document is not None:
-        spec = scenario_validate(document)
+        spec = scenario_validate(document, user=scenario.owner)
         scenario.document, scenario.name = document, spec.name
         fields += ["document", "name"]
     if shared is not None:
         scenario.shared = shared
         fields.append("shared")
-    scenario.save(update_fields=fields)
+    with transaction.atomic():
+        scenario.save(update_fields=fields)
+        if document is not None:
+            trace_references_set(scenario_rules.trace_names(document), scenario=scenario)
     return scenario
 
 
 def workload_validate(workload: Workload) -> WorkloadSpec:
-    """Validate a (possibly unsaved) Workload row as a scenario's ``workload`` object."""
+    """Validate a (possibly unsaved) Workload row as a scenario's ``workload`` object (its
+    trace must be one its owner may use)."""
     doc = workload.to_document()
-    traces = traces_from_db(scenario_rules.workload_trace_names(doc))
+    user = workload.owner if workload.owner_id is not None else None
+    traces = traces_from_db(scenario_rules.workload_trace_names(doc), visible_traces(user))
     return scenario_rules.parse_workload(doc, traces=traces)
 
 
@@ -554,7 +698,8 @@ def simulation_run_create(*, scenario: Scenario, owner: Any) -> SimulationRun:
     """
     if scenario.owner_id != owner.pk and not scenario.shared:
         raise PermissionDenied("not your scenario")
-    scenario_validate(scenario.document)
+    # The scenario's owner chose its traces (and shared the scenario): resolve them as theirs.
+    scenario_validate(scenario.document, user=scenario.owner)
     now = timezone.now()
     with transaction.atomic():
         run = SimulationRun.objects.create(

@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 
 from simulations import selectors
-from simulations.models import Device, LLMModel, RuntimeProfile, Trace
+from simulations.models import Device, LLMModel, RuntimeProfile
 from simulations.permissions import can_edit_catalog
 
 View = Callable[..., HttpResponse]
@@ -70,7 +70,9 @@ def catalog_choices(user: Any) -> dict[str, Any]:
         )
     )
     models = list(LLMModel.objects.order_by("slug").values("slug", "name"))
-    traces = list(Trace.objects.order_by("slug").values("slug", "name", "request_count"))
+    traces = list(
+        selectors.traces_visible_to(user).order_by("slug").values("slug", "name", "request_count")
+    )
     workloads = list(selectors.workloads_visible_to(user).order_by("name"))
     return {
         "devices": devices,
