@@ -209,3 +209,13 @@ def test_the_migration_snapshots_existing_builtin_rows_as_seed_owned() -> None:
     # …so the next seed treats them as unedited and brings them to the data files.
     assert services.catalog_seed().kept == []
     assert Device.objects.get(slug="a100-80gb").price_usd != 12345.0
+
+
+def test_saving_an_admin_form_unchanged_is_not_an_edit(admin_client: Any) -> None:
+    services.catalog_seed()
+    for slug in ("a100-80gb", "u280", "snapdragon-8-gen-3", "hexagon-npu"):
+        device = Device.objects.get(slug=slug)
+        url = f"/admin/simulations/device/{device.pk}/change/"
+        response = admin_client.post(url, admin_change_form(admin_client.get(url)))
+        assert response.status_code == 302, (slug, response.content.decode()[:2000])
+    assert services.catalog_seed().kept == []
