@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulations.choices import TraceVisibility
+
 
 def can_edit_catalog(user: Any) -> bool:
     """Whether ``user`` may create, change or delete shared catalog rows (devices, memory
@@ -19,4 +21,18 @@ def can_edit_catalog(user: Any) -> bool:
         and getattr(user, "is_authenticated", False)
         and getattr(user, "is_active", False)
         and getattr(user, "is_staff", False)
+    )
+
+
+def can_delete_trace(user: Any, trace: Any) -> bool:
+    """Whether ``user`` may delete ``trace`` (in-use traces are refused separately, by
+    :func:`simulations.services.trace_delete`): its owner deletes a private or shared one;
+    catalog editors delete any, and only they a public (built-in) one."""
+    if can_edit_catalog(user):
+        return True
+    return bool(
+        getattr(user, "is_authenticated", False)
+        and trace.visibility != TraceVisibility.PUBLIC
+        and trace.owner_id is not None
+        and trace.owner_id == user.pk
     )

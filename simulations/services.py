@@ -65,7 +65,7 @@ from simulations.models import (
     Workload,
 )
 from simulations.models import RuntimeProfile as RuntimeProfileRow
-from simulations.permissions import can_edit_catalog
+from simulations.permissions import can_delete_trace, can_edit_catalog
 
 logger = logging.getLogger(__name__)
 
@@ -539,8 +539,7 @@ def trace_delete(*, trace: Trace, user: Any) -> None:
     is locked while the references are read, and the PROTECT foreign keys refuse a delete
     that races a new reference.
     """
-    editor = can_edit_catalog(user)
-    if not editor and (trace.visibility == TraceVisibility.PUBLIC or trace.owner_id != user.pk):
+    if not can_delete_trace(user, trace):
         raise PermissionDenied("only its owner or staff delete a trace")
     try:
         with transaction.atomic():

@@ -18,11 +18,10 @@ from frontend.charts.workload import arrival_rate_figure, lengths_figure
 from frontend.forms import TraceUploadForm, WorkloadForm, workload_error_field
 from frontend.views.common import int_or_404, validation_messages
 from simulations import selectors, services
-from simulations.choices import TraceVisibility
 from simulations.core.engine.requests import generate_requests
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.models import Trace, Workload
-from simulations.permissions import can_edit_catalog
+from simulations.permissions import can_delete_trace
 
 
 def _trace_choices(user: Any) -> list[tuple[str, str]]:
@@ -223,13 +222,6 @@ def _visible_trace_or_404(user: Any, slug: str) -> Trace:
         raise Http404("no such trace") from None
 
 
-def _may_delete(user: Any, trace: Trace) -> bool:
-    """Mirror of :func:`simulations.services.trace_delete`'s rule, to offer the button."""
-    if can_edit_catalog(user):
-        return True
-    return trace.visibility != TraceVisibility.PUBLIC and trace.owner_id == user.pk
-
-
 @login_required
 def trace_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """A trace: histogram of its lengths and its arrival rate over time."""
@@ -265,7 +257,7 @@ def _render_trace(
             "trace": trace,
             "charts": charts,
             "stats": stats,
-            "may_delete": _may_delete(request.user, trace),
+            "may_delete": can_delete_trace(request.user, trace),
             "in_use": in_use,
         },
         status=status,
