@@ -32,6 +32,7 @@ urlpatterns = [
     path("workloads/<int:pk>/", workloads.workload_detail, name="workload_detail"),
     path("traces/upload/", workloads.trace_upload, name="trace_upload"),
     path("traces/<str:slug>/", workloads.trace_detail, name="trace_detail"),
+    path("traces/<str:slug>/delete/", workloads.trace_delete, name="trace_delete"),
     # scenarios
     path("scenarios/", scenarios.scenario_list, name="scenario_list"),
     path("scenarios/new/", scenarios.scenario_new, name="scenario_new"),

@@ -2,6 +2,7 @@
 
 Visibility rules live here: a user sees their own scenarios, workloads and runs plus the
 scenarios and workloads others shared (read-only); never another user's private rows.
+Traces: their own, shared and public ones (:class:`~simulations.choices.TraceVisibility`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 from django.db.models import Prefetch, Q, QuerySet
 
+from simulations.choices import TraceVisibility
 from simulations.models import (
     Device,
     LLMModel,
@@ -43,8 +45,26 @@ def model_list() -> QuerySet[LLMModel]:
 
 
 def trace_list() -> QuerySet[Trace]:
-    """Every trace without its (large) parsed data."""
+    """Every trace without its (large) parsed data (staff tools; users get
+    :func:`traces_visible_to`)."""
     return Trace.objects.defer("data").order_by("slug")
+
+
+def _trace_visible(user: Any) -> Q:
+    return Q(owner=user) | Q(visibility__in=(TraceVisibility.SHARED, TraceVisibility.PUBLIC))
+
+
+def traces_visible_to(user: Any) -> QuerySet[Trace]:
+    """Traces ``user`` may see and use in scenarios, workloads, sweeps and plans: their own,
+    shared and public ones (with their parsed data; ``.defer("data")`` for lists)."""
+    if user is None or not user.is_authenticated:
+        return Trace.objects.none()
+    return Trace.objects.filter(_trace_visible(user)).order_by("slug")
+
+
+def trace_get_for(user: Any, slug: str) -> Trace:
+    """A trace ``user`` may see (Trace.DoesNotExist otherwise — no hint it exists)."""
+    return traces_visible_to(user).get(slug=slug)
 
 
 def catalog_overview() -> dict[str, Any]:

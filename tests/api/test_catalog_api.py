@@ -156,7 +156,7 @@ def test_trace_upload_as_file_or_text(alice: APIClient, user: Any, catalog: Any)
     )
     assert created.status_code == 201, created.json()
     assert created.json()["request_count"] == 3
-    assert Trace.objects.get(slug="t1").uploaded_by == user
+    assert Trace.objects.get(slug="t1").owner == user
     as_text = alice.post(
         "/api/traces/", {"slug": "t2", "name": "again", "text": TRACE_CSV}, format="json"
     )
