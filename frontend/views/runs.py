@@ -3,17 +3,22 @@ the exports (result CSV/JSON, scenario document) and the figures loaded after th
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
@@ -153,45 +158,51 @@ def _selected(request: HttpRequest, param: str, choices: list[int]) -> int:
     return choices[0] if choices else -1
 
 
-def _comparison(
-    run: SimulationRun, systems: list[Any], baseline: int, request: HttpRequest
-) -> dict[str, Any]:
-    slo = (run.document or {}).get("slo") or {}
-    charts = [
-        chart("efficiency", efficiency_figure(systems, baseline)),
-        chart("latency-cdf", latency_cdf_figure(systems, slo)),
-        chart("latency-percentiles", latency_percentile_figure(systems)),
-        chart("utilisation", utilisation_figure(systems)),
-        chart("energy", energy_figure(systems)),
-    ]
-    with_timeline = [i for i, s in enumerate(systems) if s.get("timeline")]
-    selected = _selected(request, "timeline", with_timeline)
-    timeline = chart("timeline", timeline_figure(systems[selected])) if selected >= 0 else None
-    with_placement = [
+#: The comparison charts the run page loads from ``charts.json`` (element id, label).
+COMPARISON_CHARTS = (
+    ("efficiency", "Throughput, latency and cost relative to the baseline"),
+    ("latency-cdf", "Latency CDFs"),
+    ("latency-percentiles", "Latency percentiles"),
+    ("utilisation", "Device utilisation"),
+    ("energy", "Energy"),
+)
+#: Rendered charts stay cached this long; the key holds the run's result version, so a
+#: stale entry can only be one nobody asks for any more.
+CHARTS_CACHE_S = 24 * 3600
+
+logger = logging.getLogger(__name__)
+
+
+def _with_timeline(systems: list[Any]) -> list[int]:
+    return [i for i, s in enumerate(systems) if s.get("timeline")]
+
+
+def _with_placement(systems: list[Any]) -> list[int]:
+    return [
         i
         for i, s in enumerate(systems)
         if isinstance(s.get("heterollm"), dict) and s["heterollm"].get("placement")
     ]
+
+
+def _comparison(
+    run: SimulationRun, systems: list[Any], baseline: int, request: HttpRequest
+) -> dict[str, Any]:
+    """The run page's comparison without its figures: the page only holds their places and
+    the URL of ``charts.json`` (the figures of a 10-system run are ~800 KB of JSON)."""
+    with_timeline = _with_timeline(systems)
+    selected = _selected(request, "timeline", with_timeline)
+    with_placement = _with_placement(systems)
     shown = _selected(request, "placement", with_placement)
-    placement = None
-    if shown >= 0:
-        block = systems[shown]["heterollm"]
-        placement = chart(
-            "placement",
-            heterollm_placement_figure(
-                block["placement"],
-                f"HeteroLLM per-kernel backend placement — {esc(systems[shown].get('name', ''))} "
-                f"(mode {block.get('mode', '?')}, prompt of "
-                f"{block.get('representative_prompt_tokens', '?')} tokens)",
-            ),
-        )
     h2m2 = any(s.get("policy") == "h2m2" for s in systems)
+    query = urlencode({"baseline": baseline, "timeline": selected, "placement": shown})
     return {
-        "charts": charts,
-        "timeline": timeline,
+        "charts": COMPARISON_CHARTS,
+        "charts_src": f"{reverse('frontend:run_charts', args=[run.pk])}?{query}",
+        "timeline": selected >= 0,
         "timeline_systems": [(i, systems[i].get("name", f"system {i}")) for i in with_timeline],
         "timeline_selected": selected,
-        "placement": placement,
+        "placement": shown >= 0,
         "placement_systems": [(i, systems[i].get("name", f"system {i}")) for i in with_placement],
         "placement_selected": shown,
         "summary": results.summary_rows(systems, baseline),
@@ -204,6 +215,89 @@ def _comparison(
             and (note := s[block].get("notes") or s[block].get("note"))
         ],
     }
+
+
+def _charts_json(
+    run: SimulationRun, systems: list[Any], baseline: int, request: HttpRequest
+) -> str:
+    """``{"charts": {element id: Plotly figure}}`` of the run page's comparison (the JSON
+    text, built from each figure's own JSON without decoding it again)."""
+    slo = (run.document or {}).get("slo") or {}
+    built = [
+        chart("efficiency", efficiency_figure(systems, baseline)),
+        chart("latency-cdf", latency_cdf_figure(systems, slo)),
+        chart("latency-percentiles", latency_percentile_figure(systems)),
+        chart("utilisation", utilisation_figure(systems)),
+        chart("energy", energy_figure(systems)),
+    ]
+    selected = _selected(request, "timeline", _with_timeline(systems))
+    if selected >= 0:
+        built.append(chart("timeline", timeline_figure(systems[selected])))
+    shown = _selected(request, "placement", _with_placement(systems))
+    if shown >= 0:
+        block = systems[shown]["heterollm"]
+        built.append(
+            chart(
+                "placement",
+                heterollm_placement_figure(
+                    block["placement"],
+                    f"HeteroLLM per-kernel backend placement — "
+                    f"{esc(systems[shown].get('name', ''))} (mode {block.get('mode', '?')}, "
+                    f"prompt of {block.get('representative_prompt_tokens', '?')} tokens)",
+                ),
+            )
+        )
+    body = ",".join(f"{json.dumps(c.id)}:{c.json}" for c in built)
+    return f'{{"charts":{{{body}}}}}'
+
+
+def _charts_cache_key(run: SimulationRun, baseline: int, request: HttpRequest) -> str:
+    """The run id and its result version (the attempt that stored it and when), and the
+    selections the charts depend on; the stored JSON is reused only for that result."""
+    finished = run.finished_at.timestamp() if run.finished_at else 0
+    timeline = request.GET.get("timeline", "")[:8]
+    placement = request.GET.get("placement", "")[:8]
+    return (
+        f"run-charts:v1:{run.pk}:{run.attempts}:{finished}:{baseline}:"
+        f"{hashlib.sha256(f'{timeline}|{placement}'.encode()).hexdigest()[:16]}"
+    )
+
+
+def _cache_get(key: str) -> str | None:
+    # a cache outage must not fail the page: the charts are simply built again
+    try:
+        value = cache.get(key)
+    except Exception:  # any cache backend error means "not cached"
+        logger.warning("run charts cache unavailable (get %s)", key, exc_info=True)
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _cache_set(key: str, value: str) -> None:
+    try:
+        cache.set(key, value, CHARTS_CACHE_S)
+    except Exception:  # see _cache_get
+        logger.warning("run charts cache unavailable (set %s)", key, exc_info=True)
+
+
+@login_required
+@require_GET
+def run_charts(request: HttpRequest, pk: int) -> HttpResponse:
+    """The comparison charts of the run page as Plotly JSON (loaded after the page),
+    cached per run and result version."""
+    run = _run_or_404(request, pk)
+    if run.status != RunStatus.SUCCEEDED or run.result is None:
+        raise Http404("the run has no result")
+    systems = results.systems_of(run.result)
+    baseline = _baseline(request, len(systems))
+    key = _charts_cache_key(run, baseline, request)
+    body = _cache_get(key)
+    if body is None:
+        body = _charts_json(run, systems, baseline, request)
+        _cache_set(key, body)
+    response = HttpResponse(body, content_type="application/json")
+    response["Cache-Control"] = "private, max-age=300"
+    return response
 
 
 @login_required
