@@ -174,6 +174,8 @@ def _start_gunicorn(port: int, db_name: str, log: Path) -> subprocess.Popen[byte
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         PYTHONPATH=str(REPO),
         GUNICORN_ACCESSLOG="",
+        # the deployed setting (base.py); the test settings default to 0 for the test suite
+        DATABASE_CONN_MAX_AGE=os.environ.get("DATABASE_CONN_MAX_AGE", "60"),
     )
     cmd = [
         sys.executable, "-m", "gunicorn", "-c", str(GUNICORN_CONFIG),

@@ -70,6 +70,12 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'hetplanner.sqlite3'}"),
 }
 DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
+# Persistent connections (issue 16, Load): opening a PostgreSQL connection per request costs
+# a server backend and Django's connection setup on every page. Each web thread keeps its
+# connection for a minute, checked before reuse so a restarted database does not fail the
+# next request.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A worker process and the web server write the same file: wait for the lock instead of
     # failing, take the write lock when a transaction starts (no lock-upgrade deadlocks), and
