@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Count, Max, Prefetch, Q, QuerySet
 
 from simulations.models import (
     Device,
@@ -54,6 +54,17 @@ def catalog_overview() -> dict[str, Any]:
         "runtimes": list(runtime_list()),
         "models": list(model_list()),
     }
+
+
+def catalog_version() -> str:
+    """A text that changes whenever a device, runtime profile or model is added, edited or
+    deleted (row counts and latest ``updated_at``): what caches of figures computed from
+    the catalog are keyed by."""
+    parts = []
+    for model in (Device, RuntimeProfile, LLMModel):
+        agg = model.objects.aggregate(n=Count("pk"), t=Max("updated_at"))
+        parts.append(f"{agg['n']}@{agg['t'].timestamp() if agg['t'] else 0}")
+    return "/".join(parts)
 
 
 def _visible(user: Any) -> Q:

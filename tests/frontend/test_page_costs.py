@@ -4,6 +4,7 @@ charts' data is fetched from a JSON endpoint, not inlined in the page)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -93,3 +94,49 @@ def test_the_run_charts_are_built_once_per_result_version(
         )
         alice_client.get(url)
         assert built.call_count == 3
+
+
+def test_the_run_page_reads_the_result_once_per_result_version(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    from unittest import mock
+
+    from django.core.cache import cache
+
+    from frontend.views import runs
+
+    cache.clear()
+    with mock.patch.object(runs.results, "summary_rows", wraps=runs.results.summary_rows) as rows:
+        first = alice_client.get(f"/runs/{glitches_run.pk}/")
+        second = alice_client.get(f"/runs/{glitches_run.pk}/")
+        assert rows.call_count == 1
+        assert alice_client.get(f"/runs/{glitches_run.pk}/?baseline=1").status_code == 200
+        assert rows.call_count == 2
+    summary = re.compile(rb'<table id="summary".*?</table>', re.S)
+    assert summary.search(first.content) is not None
+    assert summary.search(first.content).group() == summary.search(second.content).group()
+
+
+def test_the_roofline_figure_is_rebuilt_after_a_catalog_edit(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    from unittest import mock
+
+    from django.core.cache import cache
+
+    from frontend.views import runs
+    from simulations.models import Device
+
+    cache.clear()
+    url = f"/runs/{glitches_run.pk}/figures/roofline.json"
+    with mock.patch.object(
+        runs.analysis, "scenario_rooflines", wraps=runs.analysis.scenario_rooflines
+    ) as built:
+        assert alice_client.get(url).status_code == 200
+        assert alice_client.get(url).status_code == 200
+        assert built.call_count == 1
+        device = Device.objects.get(slug="u280")
+        device.price_usd = (device.price_usd or 1000.0) + 1
+        device.save()
+        assert alice_client.get(url).json()["figure"] is not None
+        assert built.call_count == 2
