@@ -461,6 +461,8 @@ class TraceSerializer(serializers.ModelSerializer):
             "source",
             "request_count",
             "duration_s",
+            "parse_status",
+            "parse_error",
             "uploaded_by",
             "created_at",
         )

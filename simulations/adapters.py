@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any
 
+from simulations.choices import TraceParseStatus
 from simulations.core.catalog import Catalog, device_from_dict
 from simulations.core.devices import CONTAINER_KINDS, device_family
 from simulations.core.errors import SpecError
@@ -200,7 +201,9 @@ def catalog_from_db() -> Catalog:
 
 def traces_from_db(slugs: Iterable[str]) -> dict[str, TraceData]:
     """TraceData of the named traces that exist (unknown names are simply absent)."""
-    return {row.slug: trace_data(row) for row in Trace.objects.filter(slug__in=set(slugs))}
+    # a trace still being parsed (or that failed) has no columns yet: not usable
+    rows = Trace.objects.filter(slug__in=set(slugs), parse_status=TraceParseStatus.DONE)
+    return {row.slug: trace_data(row) for row in rows}
 
 
 # --- specs → row values ----------------------------------------------------------------------

@@ -281,9 +281,24 @@ class TraceAdmin(admin.ModelAdmin):
     """Traces: uploaded Azure-format CSVs, stored parsed."""
 
     form = TraceUploadForm
-    list_display = ("slug", "name", "request_count", "duration_s", "uploaded_by", "created_at")
+    list_display = (
+        "slug",
+        "name",
+        "parse_status",
+        "request_count",
+        "duration_s",
+        "uploaded_by",
+        "created_at",
+    )
     search_fields = ("slug", "name")
-    readonly_fields = ("request_count", "duration_s", "uploaded_by", "created_at")
+    readonly_fields = (
+        "request_count",
+        "duration_s",
+        "parse_status",
+        "parse_error",
+        "uploaded_by",
+        "created_at",
+    )
 
     def save_model(self, request: HttpRequest, obj: Trace, form: Any, change: bool) -> None:
         if not change:

@@ -43,8 +43,8 @@ def model_list() -> QuerySet[LLMModel]:
 
 
 def trace_list() -> QuerySet[Trace]:
-    """Every trace without its (large) parsed data."""
-    return Trace.objects.defer("data").order_by("slug")
+    """Every trace without its (large) parsed data or upload text."""
+    return Trace.objects.defer("data", "upload_text").order_by("slug")
 
 
 def catalog_overview() -> dict[str, Any]:

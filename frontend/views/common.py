@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest
 
 from simulations import selectors
+from simulations.choices import TraceParseStatus
 from simulations.models import Device, LLMModel, RuntimeProfile, Trace
 
 
@@ -49,7 +50,11 @@ def catalog_choices(user: Any) -> dict[str, Any]:
         )
     )
     models = list(LLMModel.objects.order_by("slug").values("slug", "name"))
-    traces = list(Trace.objects.order_by("slug").values("slug", "name", "request_count"))
+    traces = list(
+        Trace.objects.filter(parse_status=TraceParseStatus.DONE)
+        .order_by("slug")
+        .values("slug", "name", "request_count")
+    )
     workloads = list(selectors.workloads_visible_to(user).order_by("name"))
     return {
         "devices": devices,

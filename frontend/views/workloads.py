@@ -17,6 +17,7 @@ from frontend.charts.workload import arrival_rate_figure, lengths_figure
 from frontend.forms import TraceUploadForm, WorkloadForm, workload_error_field
 from frontend.views.common import int_or_404, validation_messages
 from simulations import selectors, services
+from simulations.choices import TraceParseStatus
 from simulations.core.engine.requests import generate_requests
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.models import Trace, Workload
@@ -25,7 +26,9 @@ from simulations.models import Trace, Workload
 def _trace_choices() -> list[tuple[str, str]]:
     return [
         (t.slug, f"{t.name} ({t.request_count} requests)")
-        for t in selectors.trace_list().only("slug", "name", "request_count")
+        for t in selectors.trace_list()
+        .filter(parse_status=TraceParseStatus.DONE)
+        .only("slug", "name", "request_count")
     ]
 
 
@@ -187,9 +190,14 @@ def trace_upload(request: HttpRequest) -> HttpResponse:
                 for m in msgs:
                     form.add_error(target, m)
         else:
-            messages.success(
-                request, f"Stored trace “{trace.slug}” ({trace.request_count} requests)."
-            )
+            if trace.parse_status == TraceParseStatus.DONE:
+                messages.success(
+                    request, f"Stored trace “{trace.slug}” ({trace.request_count} requests)."
+                )
+            else:
+                messages.info(
+                    request, f"Stored trace “{trace.slug}”; a worker is parsing it (large file)."
+                )
             return redirect("frontend:trace_detail", slug=trace.slug)
     return render(
         request,
@@ -206,7 +214,14 @@ def trace_upload(request: HttpRequest) -> HttpResponse:
 @login_required
 def trace_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """A trace: histogram of its lengths and its arrival rate over time."""
-    trace = get_object_or_404(Trace, slug=slug)
+    trace = get_object_or_404(Trace.objects.defer("upload_text"), slug=slug)
+    if trace.parse_status != TraceParseStatus.DONE:
+        # queued, being parsed by a worker, or failed (the page says which, and why)
+        return render(
+            request,
+            "frontend/workloads/trace_detail.html",
+            {"trace": trace, "charts": [], "stats": {}},
+        )
     data = trace.data or {}
     inputs = np.asarray(data.get("input_tokens") or [], dtype=np.float64)
     outputs = np.asarray(data.get("output_tokens") or [], dtype=np.float64)

@@ -173,6 +173,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Runs: how many times a run may be delivered to a worker before it is failed for good, and
 # after how many seconds without a heartbeat a running run counts as abandoned.
 HETPLANNER_MAX_ATTEMPTS = env.int("HETPLANNER_MAX_ATTEMPTS", default=3)
+# Trace uploads larger than this (bytes) are parsed by a worker, not in the web request
+# (issue 16): the bundled Azure traces (0.3 and 0.7 MB) stay synchronous.
+HETPLANNER_TRACE_ASYNC_BYTES = env.int("HETPLANNER_TRACE_ASYNC_BYTES", default=2 * 1024 * 1024)
 HETPLANNER_HEARTBEAT_STALE_S = env.int("HETPLANNER_HEARTBEAT_STALE_S", default=120)
 # How often a running task writes its progress and heartbeat (well below the stale limit).
 HETPLANNER_HEARTBEAT_INTERVAL_S = env.float("HETPLANNER_HEARTBEAT_INTERVAL_S", default=10.0)

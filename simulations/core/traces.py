@@ -106,6 +106,26 @@ def count_rows_upto(source: str, cap: int) -> int | None:
     return lineno + skipped + 1
 
 
+def _check_header(first: str | None, rest: Iterable[str], label: str) -> None:
+    if first is not None and first.startswith("\ufeff"):
+        first = first[1:]
+    if first is None or (not first.strip() and not any(line.strip() for line in rest)):
+        raise SpecError(f"{label}trace line 1", "the trace is empty (expected a header row)")
+    header = tuple(c.strip() for c in first.split(","))
+    if header != HEADER:
+        raise SpecError(
+            f"{label}trace line 1",
+            f"expected the header {','.join(HEADER)}, got {first.strip()!r}",
+        )
+
+
+def check_azure_header(text: str, name: str = "") -> None:
+    """Raise SpecError unless ``text`` starts with the Azure header row (reads one line:
+    the cheap check an upload gets before its rows are parsed later)."""
+    lines = _text_lines(text[1:] if text.startswith("\ufeff") else text)
+    _check_header(next(lines, None), lines, f"{name}: " if name else "")
+
+
 def parse_azure_trace(
     source: str | Iterable[str], name: str = "", *, max_rows: int | None = None
 ) -> TraceData:
@@ -130,17 +150,7 @@ def parse_azure_trace(
                     f"the trace has more than {max_rows} rows; at most {max_rows} rows are allowed",
                 )
     lines = _text_lines(source)
-    first = next(lines, None)
-    if first is not None and first.startswith("\ufeff"):
-        first = first[1:]
-    if first is None or (not first.strip() and not any(line.strip() for line in lines)):
-        raise SpecError(f"{label}trace line 1", "the trace is empty (expected a header row)")
-    header = tuple(c.strip() for c in first.split(","))
-    if header != HEADER:
-        raise SpecError(
-            f"{label}trace line 1",
-            f"expected the header {','.join(HEADER)}, got {first.strip()!r}",
-        )
+    _check_header(next(lines, None), lines, label)
 
     stamps: list[int] = []
     inputs: list[int] = []
