@@ -12,8 +12,9 @@ template) — server time without a network. One warm-up request first (template
 figure-module caches, as on any running server).
 
 Rows: the run page, its comparison charts' JSON (built once per result version, then
-served from the cache — what the warm-up request does), the roofline figure it loads afterwards
-(which evaluates the core's device models at the scenario's operating points), the result
+served from the cache — the warm-up request builds it), the roofline figure it loads
+afterwards (evaluates the core's device models at the scenario's operating points once per
+run and catalog version, then cached: the rounds measure the cached answer), the result
 CSV, the scenario builder on the 10-system scenario, the scenario page and the dashboard.
 """
 
