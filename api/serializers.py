@@ -464,6 +464,8 @@ class TraceSerializer(serializers.ModelSerializer):
             "duration_s",
             "owner",
             "visibility",
+            "parse_status",
+            "parse_error",
             "created_at",
         )
         read_only_fields = fields

@@ -49,7 +49,7 @@ from api.throttles import (
     UploadThrottle,
 )
 from simulations import selectors, services
-from simulations.choices import ACTIVE_STATUSES, RunStatus
+from simulations.choices import ACTIVE_STATUSES, RunStatus, TraceParseStatus
 from simulations.core.errors import UnknownPolicyError
 from simulations.core.policies import get_policy, policy_names
 from simulations.models import RunEvent, SimulationRun, Trace
@@ -234,7 +234,7 @@ class TraceViewSet(
             "multipart/form-data": s.TraceUploadSerializer,
             "application/json": s.TraceUploadSerializer,
         },
-        responses={201: s.TraceSerializer},
+        responses={201: s.TraceSerializer, 202: s.TraceSerializer},
     )
     def create(self, request: Request) -> Response:
         """Parse and store a trace (``TIMESTAMP,ContextTokens,GeneratedTokens``)."""
@@ -256,7 +256,12 @@ class TraceViewSet(
             if "file" in v and "text" in errors:
                 errors = {**errors, "file": errors.pop("text")}
             raise ValidationError(errors) from exc
-        return Response(s.TraceSerializer(row).data, status=status.HTTP_201_CREATED)
+        # a large upload is parsed by a worker: 202, and the row says queued → done/failed
+        queued = row.parse_status != TraceParseStatus.DONE
+        return Response(
+            s.TraceSerializer(row).data,
+            status=status.HTTP_202_ACCEPTED if queued else status.HTTP_201_CREATED,
+        )
 
 
 # --- workloads and scenarios -----------------------------------------------------------------

@@ -52,6 +52,7 @@ urlpatterns = [
     path("runs/<int:pk>/result.json", runs.run_result_json, name="run_result_json"),
     path("runs/<int:pk>/result.csv", runs.run_result_csv, name="run_result_csv"),
     path("runs/<int:pk>/scenario.json", runs.run_scenario_json, name="run_scenario_json"),
+    path("runs/<int:pk>/charts.json", runs.run_charts, name="run_charts"),
     path("runs/<int:pk>/figures/<slug:name>.json", runs.run_figure, name="run_figure"),
     # sweeps
     path("sweeps/", sweeps.sweep_list, name="sweep_list"),

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from simulations.choices import TraceParseStatus
 from simulations.core.catalog import Catalog, device_from_dict
 from simulations.core.devices import CONTAINER_KINDS, device_family
 from simulations.core.errors import SpecError
@@ -206,7 +207,9 @@ def traces_from_db(
     """TraceData of the named traces that exist (unknown names are simply absent), looked up
     in ``among`` when given (a user's visible traces: others are absent, i.e. unknown)."""
     rows = Trace.objects.all() if among is None else among
-    return {row.slug: trace_data(row) for row in rows.filter(slug__in=set(slugs))}
+    # a trace still being parsed (or that failed) has no columns yet: not usable
+    rows = rows.filter(slug__in=set(slugs), parse_status=TraceParseStatus.DONE)
+    return {row.slug: trace_data(row) for row in rows}
 
 
 # --- specs → row values ----------------------------------------------------------------------

@@ -311,14 +311,22 @@ class TraceAdmin(admin.ModelAdmin):
         "slug",
         "name",
         "visibility",
+        "parse_status",
         "request_count",
         "duration_s",
         "owner",
         "created_at",
     )
-    list_filter = ("visibility",)
+    list_filter = ("visibility", "parse_status")
     search_fields = ("slug", "name")
-    readonly_fields = ("request_count", "duration_s", "owner", "created_at")
+    readonly_fields = (
+        "request_count",
+        "duration_s",
+        "parse_status",
+        "parse_error",
+        "owner",
+        "created_at",
+    )
 
     def save_model(self, request: HttpRequest, obj: Trace, form: Any, change: bool) -> None:
         if not change:

@@ -83,6 +83,17 @@ class ChunkStatus(models.TextChoices):
     DONE = "done", "Done"
 
 
+class TraceParseStatus(models.TextChoices):
+    """Parsing of an uploaded trace: small files are parsed in the request (``done`` at
+    once); larger ones are stored ``queued`` and parsed by a worker (``running`` →
+    ``done`` / ``failed``)."""
+
+    QUEUED = "queued", "Queued for parsing"
+    RUNNING = "running", "Parsing"
+    DONE = "done", "Parsed"
+    FAILED = "failed", "Failed"
+
+
 class RunStatus(models.TextChoices):
     """Lifecycle of a simulation run: queued → running → succeeded / failed / cancelled.
 

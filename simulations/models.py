@@ -33,6 +33,7 @@ from simulations.choices import (
     MemoryKind,
     RunEventKind,
     RunStatus,
+    TraceParseStatus,
     TraceVisibility,
 )
 from simulations.core import scenario as scenario_rules
@@ -581,16 +582,38 @@ class Trace(models.Model):
         help_text="Who may see and use it: its owner only, every signed-in user, or everyone "
         "as part of the built-in catalog.",
     )
+    # empty (NULL) until the trace is parsed: large uploads are parsed by a worker
     request_count = positive_int(
-        "Rows (requests) in the trace (count).",
-        null=False,
+        "Rows (requests) in the trace (count); empty until parsed.",
         maximum=scenario_rules.MAX_TRACE_ROWS,
     )
     duration_s = positive_float(
-        "Time from the first to the last arrival, s.", null=False, allow_zero=True
+        "Time from the first to the last arrival, s; empty until parsed.", allow_zero=True
     )
     data = models.JSONField(
-        help_text="Parsed columns: arrival_s (s), input_tokens, output_tokens (tokens)."
+        null=True,
+        blank=True,
+        help_text="Parsed columns: arrival_s (s), input_tokens, output_tokens (tokens); "
+        "empty until parsed.",
+    )
+    parse_status = models.CharField(
+        max_length=16,
+        choices=TraceParseStatus.choices,
+        default=TraceParseStatus.DONE,
+        help_text="Parsing of the upload: large files are parsed by a worker.",
+    )
+    parse_error = models.TextField(
+        blank=True, help_text="Why parsing failed (line and column), when it did."
+    )
+    parse_attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Deliveries of the parse task that claimed the trace (count)."
+    )
+    parse_started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the current parse attempt started."
+    )
+    upload_text = models.TextField(
+        blank=True,
+        help_text="The uploaded CSV while it waits to be parsed (emptied once parsed).",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When it was uploaded.")
 
@@ -602,10 +625,16 @@ class Trace(models.Model):
                 condition=Q(visibility__in=TraceVisibility.values),
                 name="%(app_label)s_%(class)s_visibility_valid",
             ),
-            bounded(
-                "request_count", nullable=False, minimum=1, maximum=scenario_rules.MAX_TRACE_ROWS
+            bounded("request_count", minimum=1, maximum=scenario_rules.MAX_TRACE_ROWS),
+            bounded("duration_s", allow_zero=True),
+            # a parsed trace has its columns; scenarios only ever read parsed traces
+            models.CheckConstraint(
+                condition=~models.Q(parse_status=TraceParseStatus.DONE)
+                | models.Q(
+                    request_count__isnull=False, duration_s__isnull=False, data__isnull=False
+                ),
+                name="%(app_label)s_%(class)s_parsed_has_data",
             ),
-            bounded("duration_s", nullable=False, allow_zero=True),
         ]
 
     def __str__(self) -> str:

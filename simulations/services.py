@@ -20,7 +20,7 @@ import logging
 import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -40,7 +40,13 @@ from simulations.adapters import (
     trace_values,
     traces_from_db,
 )
-from simulations.choices import ACTIVE_STATUSES, RunEventKind, RunStatus, TraceVisibility
+from simulations.choices import (
+    ACTIVE_STATUSES,
+    RunEventKind,
+    RunStatus,
+    TraceParseStatus,
+    TraceVisibility,
+)
 from simulations.core import scenario as scenario_rules
 from simulations.core.catalog import (
     device_from_dict,
@@ -51,7 +57,7 @@ from simulations.core.catalog import (
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.hf_config import model_spec_from_hf_config
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile, ScenarioSpec, WorkloadSpec
-from simulations.core.traces import parse_azure_trace
+from simulations.core.traces import check_azure_header, count_rows_upto, parse_azure_trace
 from simulations.jobs import resend_lost, stale_before
 from simulations.models import (
     Device,
@@ -422,9 +428,8 @@ def hf_model_import(
     return model_save(spec, hf_config=config)
 
 
-def trace_parse(*, slug: str, text: str | bytes) -> dict[str, Any]:
-    """Parse an Azure-format trace into Trace column values (``request_count``,
-    ``duration_s``, ``data``); ValidationError under ``text`` names the line and column."""
+def _trace_text(text: str | bytes) -> str:
+    """The upload as text within the byte cap; ValidationError under ``text`` otherwise."""
     if len(text) > MAX_TRACE_BYTES:
         raise ValidationError({"text": [f"the trace is larger than {MAX_TRACE_BYTES} bytes"]})
     if isinstance(text, bytes):
@@ -432,15 +437,44 @@ def trace_parse(*, slug: str, text: str | bytes) -> dict[str, Any]:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValidationError({"text": [f"not UTF-8 text (byte {exc.start})"]}) from exc
+    return text
+
+
+def trace_parse(*, slug: str, text: str | bytes) -> dict[str, Any]:
+    """Parse an Azure-format trace into Trace column values (``request_count``,
+    ``duration_s``, ``data``); ValidationError under ``text`` names the line and column."""
+    text = _trace_text(text)
     try:
-        data = parse_azure_trace(text, name=slug)
+        # the row cap is checked by a cheap scan before any row is parsed (a 1,000,000-row
+        # upload is refused in milliseconds, not after parsing it all)
+        data = parse_azure_trace(text, name=slug, max_rows=scenario_rules.MAX_TRACE_ROWS)
     except SpecError as exc:
         raise _validation_error(exc, "text") from exc
-    if len(data.arrival_s) > scenario_rules.MAX_TRACE_ROWS:
-        raise ValidationError(
-            {"text": [f"at most {scenario_rules.MAX_TRACE_ROWS} rows, got {len(data.arrival_s)}"]}
-        )
     return trace_values(data)
+
+
+def _trace_precheck(*, slug: str, text: str) -> None:
+    """What can be refused at upload without parsing a row: a NUL (PostgreSQL text cannot
+    hold it), the header, and the row cap (a scan of line ends)."""
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise ValidationError({"text": [f"{slug}: trace line {line}: contains a NUL character"]})
+    try:
+        check_azure_header(text, name=slug)
+        over = count_rows_upto(text, scenario_rules.MAX_TRACE_ROWS)
+    except SpecError as exc:
+        raise _validation_error(exc, "text") from exc
+    if over is not None:
+        cap = scenario_rules.MAX_TRACE_ROWS
+        raise ValidationError(
+            {
+                "text": [
+                    f"{slug}: trace line {over}: the trace has more than {cap} rows; "
+                    f"at most {cap} rows are allowed"
+                ]
+            }
+        )
 
 
 def trace_import(
@@ -452,13 +486,17 @@ def trace_import(
     owner: Any = None,
     visibility: str | None = None,
 ) -> Trace:
-    """Store an Azure-format trace (``TIMESTAMP,ContextTokens,GeneratedTokens``) parsed,
-    owned by ``owner`` (None: a built-in trace) with ``visibility`` — by default private
-    for an upload and public for a built-in trace; only a catalog editor (or the system,
-    without an owner) publishes one.
+    """Store an Azure-format trace (``TIMESTAMP,ContextTokens,GeneratedTokens``) owned by
+    ``owner`` (None: a built-in trace) with ``visibility`` — by default private for an
+    upload and public for a built-in trace; only a catalog editor (or the system, without
+    an owner) publishes one.
 
-    Raises ValidationError (``text`` names the line and column at fault, ``visibility`` a
-    refused choice); nothing is stored then.
+    Up to ``HETPLANNER_TRACE_ASYNC_BYTES`` the trace is parsed here and stored ``done``;
+    a larger one is checked cheaply (size, UTF-8, NUL, header, row cap), stored ``queued``
+    with its text, and parsed by the :func:`simulations.tasks.parse_trace` task queued
+    when the transaction commits (the row then says ``done`` or ``failed`` with the line
+    at fault). Raises ValidationError (``text`` names the line and column at fault,
+    ``visibility`` a refused choice); nothing is stored then.
     """
     if visibility is None:
         visibility = TraceVisibility.PRIVATE if owner is not None else TraceVisibility.PUBLIC
@@ -466,10 +504,26 @@ def trace_import(
         raise ValidationError(
             {"visibility": ["only staff publish a trace; choose private or shared"]}
         )
-    values = trace_parse(slug=slug, text=text)
-    row = Trace(slug=slug, name=name, source=source, owner=owner, visibility=visibility, **values)
-    row.full_clean()
-    row.save()
+    text = _trace_text(text)
+    common = {"slug": slug, "name": name, "source": source, "owner": owner}
+    if len(text) <= settings.HETPLANNER_TRACE_ASYNC_BYTES:
+        values = trace_parse(slug=slug, text=text)
+        row = Trace(**common, visibility=visibility, **values)
+        row.full_clean()
+        row.save()
+        return row
+    _trace_precheck(slug=slug, text=text)
+    row = Trace(
+        **common,
+        visibility=visibility,
+        parse_status=TraceParseStatus.QUEUED,
+        upload_text=text,
+    )
+    row.full_clean(exclude=["upload_text"])
+    with transaction.atomic():
+        row.save()
+        trace_id = row.pk
+        transaction.on_commit(lambda: _enqueue_trace_parse(trace_id))
     return row
 
 
@@ -579,6 +633,72 @@ def trace_references_set(
     TraceReference.objects.bulk_create(
         TraceReference(trace_id=pk, **{field_name: row}) for pk in sorted(wanted - have)
     )
+
+
+def _enqueue_trace_parse(trace_id: int) -> None:
+    """Send the parse task; a broker failure is logged (the row stays ``queued``)."""
+    from simulations.tasks import parse_trace
+
+    try:
+        parse_trace.delay(trace_id)
+    except Exception:
+        logger.exception("could not queue the parse of trace %s", trace_id)
+
+
+def trace_parse_claim(
+    trace_id: int, *, resume_attempt: int | None = None, now: datetime | None = None
+) -> int | None:
+    """Claim the parse of ``trace_id`` with one conditional UPDATE; the attempt number, or
+    None when it is not claimable (parsed, failed, or held by a live attempt).
+
+    Claimable: queued; running whose attempt started longer ago than the task time limit
+    (its worker died); or running under ``resume_attempt`` (a retry after a transient
+    error). After ``HETPLANNER_MAX_ATTEMPTS`` deliveries the trace fails instead.
+    """
+    now = now or timezone.now()
+    row = Trace.objects.filter(pk=trace_id).values("parse_attempts").first()
+    if row is None:
+        return None
+    attempts = row["parse_attempts"]
+    lost_before = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    claimable = Q(parse_status=TraceParseStatus.QUEUED) | Q(
+        parse_status=TraceParseStatus.RUNNING, parse_started_at__lt=lost_before
+    )
+    if resume_attempt is not None:
+        claimable |= Q(parse_status=TraceParseStatus.RUNNING, parse_attempts=resume_attempt)
+    guard = Trace.objects.filter(claimable, pk=trace_id, parse_attempts=attempts)
+    if attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
+        guard.update(
+            parse_status=TraceParseStatus.FAILED,
+            parse_error=f"gave up after {attempts} attempts: the worker parsing it was lost",
+            upload_text="",
+        )
+        return None
+    changed = guard.update(
+        parse_status=TraceParseStatus.RUNNING,
+        parse_attempts=attempts + 1,
+        parse_started_at=now,
+    )
+    return attempts + 1 if changed else None
+
+
+def trace_parse_run(trace_id: int, attempt: int) -> str:
+    """Parse the claimed trace's text and store the columns (``done``) or the error naming
+    the line (``failed``), by a conditional update under the claimed attempt."""
+    row = Trace.objects.filter(pk=trace_id).values("slug", "upload_text").first()
+    if row is None:
+        return "gone"
+    mine = Trace.objects.filter(
+        pk=trace_id, parse_status=TraceParseStatus.RUNNING, parse_attempts=attempt
+    )
+    try:
+        values = trace_parse(slug=row["slug"], text=row["upload_text"])
+    except ValidationError as exc:
+        message = "; ".join(exc.messages)[:4000]
+        mine.update(parse_status=TraceParseStatus.FAILED, parse_error=message, upload_text="")
+        return "failed"
+    done = mine.update(parse_status=TraceParseStatus.DONE, parse_error="", upload_text="", **values)
+    return "done" if done else "lost"
 
 
 # --- workloads and scenarios -----------------------------------------------------------------

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.contrib import messages
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
@@ -22,6 +24,8 @@ from simulations.adapters import device_spec, model_spec, runtime_spec
 from simulations.choices import DeviceKind
 from simulations.models import Device, LLMModel, RuntimeProfile
 from simulations.permissions import can_edit_catalog
+
+logger = logging.getLogger(__name__)
 
 #: Device columns the detail page lists in this order (plus memory tiers and links).
 DEVICE_FIELDS = (
@@ -56,6 +60,22 @@ DEVICE_FIELDS = (
     "cpu_simd_width_bits",
     "cpu_clock_ghz",
 )
+
+
+def _cache_get(key: str) -> Any:
+    # a cache outage must not fail the page: the figure is computed again
+    try:
+        return cache.get(key)
+    except Exception:  # any cache backend error means "not cached"
+        logger.warning("catalog cache unavailable (get %s)", key, exc_info=True)
+        return None
+
+
+def _cache_set(key: str, value: Any) -> None:
+    try:
+        cache.set(key, value, 24 * 3600)
+    except Exception:  # see _cache_get
+        logger.warning("catalog cache unavailable (set %s)", key, exc_info=True)
 
 
 def overview(request: HttpRequest) -> HttpResponse:
@@ -149,19 +169,27 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
     runtimes = list(RuntimeProfile.objects.filter(device_kind=device.kind).order_by("slug"))
     roofs: list[dict[str, Any]] = []
     roof_chart = None
-    if device.memory_tiers.exists() and device.kind in analysis.ROOFLINE_KINDS:
-        spec = device_spec(device)
-        roofs = analysis.device_roofs(spec, [runtime_spec(r) for r in runtimes])
-        if roofs:
-            roof_chart = chart(
-                "roofline",
-                roofline_figure(
-                    roofs,
-                    f"Roofline of {device.name}",
-                    subtitle="datasheet roof (solid) and the roof each runtime profile achieves "
-                    "(dotted)",
-                ),
-            )
+    if device.memory_tiers.all() and device.kind in analysis.ROOFLINE_KINDS:
+        # the roofs evaluate the device and runtime models (the page's main cost): cached
+        # per device and catalog version, so any catalog edit gives fresh figures
+        key = f"device-roofline:v1:{device.slug}:{selectors.catalog_version()}"
+        cached = _cache_get(key)
+        if isinstance(cached, tuple) and len(cached) == 2:
+            roofs, roof_chart = cached
+        else:
+            spec = device_spec(device)
+            roofs = analysis.device_roofs(spec, [runtime_spec(r) for r in runtimes])
+            if roofs:
+                roof_chart = chart(
+                    "roofline",
+                    roofline_figure(
+                        roofs,
+                        f"Roofline of {device.name}",
+                        subtitle="datasheet roof (solid) and the roof each runtime profile "
+                        "achieves (dotted)",
+                    ),
+                )
+            _cache_set(key, (roofs, roof_chart))
     return render(
         request,
         "frontend/catalog/device_detail.html",

@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 
 from simulations import selectors
+from simulations.choices import TraceParseStatus
 from simulations.models import Device, LLMModel, RuntimeProfile
 from simulations.permissions import can_edit_catalog
 
@@ -71,7 +72,10 @@ def catalog_choices(user: Any) -> dict[str, Any]:
     )
     models = list(LLMModel.objects.order_by("slug").values("slug", "name"))
     traces = list(
-        selectors.traces_visible_to(user).order_by("slug").values("slug", "name", "request_count")
+        selectors.traces_visible_to(user)
+        .filter(parse_status=TraceParseStatus.DONE)
+        .order_by("slug")
+        .values("slug", "name", "request_count")
     )
     workloads = list(selectors.workloads_visible_to(user).order_by("name"))
     return {

@@ -18,6 +18,7 @@ from frontend.charts.workload import arrival_rate_figure, lengths_figure
 from frontend.forms import TraceUploadForm, WorkloadForm, workload_error_field
 from frontend.views.common import int_or_404, validation_messages
 from simulations import selectors, services
+from simulations.choices import TraceParseStatus
 from simulations.core.engine.requests import generate_requests
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.models import Trace, Workload
@@ -27,7 +28,9 @@ from simulations.permissions import can_delete_trace
 def _trace_choices(user: Any) -> list[tuple[str, str]]:
     return [
         (t.slug, f"{t.name} ({t.request_count} requests)")
-        for t in selectors.traces_visible_to(user).only("slug", "name", "request_count")
+        for t in selectors.traces_visible_to(user)
+        .filter(parse_status=TraceParseStatus.DONE)
+        .only("slug", "name", "request_count")
     ]
 
 
@@ -199,9 +202,14 @@ def trace_upload(request: HttpRequest) -> HttpResponse:
                 for m in msgs:
                     form.add_error(target, m)
         else:
-            messages.success(
-                request, f"Stored trace “{trace.slug}” ({trace.request_count} requests)."
-            )
+            if trace.parse_status == TraceParseStatus.DONE:
+                messages.success(
+                    request, f"Stored trace “{trace.slug}” ({trace.request_count} requests)."
+                )
+            else:
+                messages.info(
+                    request, f"Stored trace “{trace.slug}”; a worker is parsing it (large file)."
+                )
             return redirect("frontend:trace_detail", slug=trace.slug)
     return render(
         request,
@@ -232,6 +240,19 @@ def trace_detail(request: HttpRequest, slug: str) -> HttpResponse:
 def _render_trace(
     request: HttpRequest, trace: Trace, *, in_use: str = "", status: int = 200
 ) -> HttpResponse:
+    context = {
+        "trace": trace,
+        "may_delete": can_delete_trace(request.user, trace),
+        "in_use": in_use,
+    }
+    if trace.parse_status != TraceParseStatus.DONE:
+        # queued, being parsed by a worker, or failed (the page says which, and why)
+        return render(
+            request,
+            "frontend/workloads/trace_detail.html",
+            {**context, "charts": [], "stats": {}},
+            status=status,
+        )
     data = trace.data or {}
     inputs = np.asarray(data.get("input_tokens") or [], dtype=np.float64)
     outputs = np.asarray(data.get("output_tokens") or [], dtype=np.float64)
@@ -253,13 +274,7 @@ def _render_trace(
     return render(
         request,
         "frontend/workloads/trace_detail.html",
-        {
-            "trace": trace,
-            "charts": charts,
-            "stats": stats,
-            "may_delete": can_delete_trace(request.user, trace),
-            "in_use": in_use,
-        },
+        {**context, "charts": charts, "stats": stats},
         status=status,
     )
 
