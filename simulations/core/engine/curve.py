@@ -193,19 +193,10 @@ class DecodeCurve:
         if self._many is not None and span > 0:
             if span < MIN_SPAN:
                 self._prefetch(batch, range(lo, hi + 1))
-            elif self.convex:
-                self._prefetch(batch, (lo, lo + 1, hi - 1, hi))
             else:
-                self._prefetch(
-                    batch,
-                    (
-                        lo,
-                        lo + 1,
-                        hi - 1,
-                        hi,
-                        *(lo + 1 + int(f * (span - 2)) for f in _PROBE_FRACTIONS),
-                    ),
-                )
+                # The ends and their neighbours first: most ranges that are not affine
+                # fail there, and the interior probes are fetched only when they pass.
+                self._prefetch(batch, (lo, lo + 1, hi - 1, hi))
         s0, j0 = self._val(batch, lo)
         if span == 0:
             p = _Piece(lo, hi)
@@ -229,6 +220,14 @@ class DecodeCurve:
                 if self.convex
                 else (lo + 1, hi - 1, *(lo + 1 + int(f * (span - 2)) for f in _PROBE_FRACTIONS))
             )
+        if (
+            self._many is not None
+            and len(probes) > 2
+            and span >= MIN_SPAN
+            and self._fits(batch, a_s, b_s, a_j, b_j, probes[0])
+            and self._fits(batch, a_s, b_s, a_j, b_j, probes[1])
+        ):
+            self._prefetch(batch, probes[2:])
         if all(self._fits(batch, a_s, b_s, a_j, b_j, k) for k in probes):
             p = _Piece(lo, hi)
             p.a_s, p.b_s, p.a_j, p.b_j = a_s, b_s, a_j, b_j
@@ -270,8 +269,15 @@ class DecodeCurve:
                 hi - 1,
                 *(old + 1 + int(f * max(span - 1, 0)) for f in _PROBE_FRACTIONS),
             )
-        self._prefetch(batch, probes)
-        if all(self._fits(batch, piece.a_s, piece.b_s, piece.a_j, piece.b_j, k) for k in probes):
+        a_s, b_s, a_j, b_j = piece.a_s, piece.b_s, piece.a_j, piece.b_j
+        self._prefetch(batch, probes[:2])
+        if (
+            len(probes) > 2
+            and self._fits(batch, a_s, b_s, a_j, b_j, probes[0])
+            and self._fits(batch, a_s, b_s, a_j, b_j, probes[1])
+        ):
+            self._prefetch(batch, probes[2:])
+        if all(self._fits(batch, a_s, b_s, a_j, b_j, k) for k in probes):
             piece.hi = hi
             return True
         return False
