@@ -290,6 +290,7 @@ class GpuModel(DeviceModel):
         self._cache: dict[tuple[object, ...], PhaseCost] = {}
         self._plans: dict[tuple[ModelSpec, int], _DecodePlan] = {}
         self._mixed_lins: dict[ModelSpec, _MixedLin] = {}
+        self._last_lin: tuple[ModelSpec, _MixedLin] | None = None
         self._tail_arrays: dict[int, tuple[_DecodePlan, np.ndarray, np.ndarray, np.ndarray]] = {}
         #: Whether the capacity checks count the cached tokens (see :meth:`with_shared_kv`).
         self.counts_kv = True
@@ -434,10 +435,7 @@ class GpuModel(DeviceModel):
         tokens, sequences, attended, kv_read = mixed_counts(
             batch, kv_tokens, chunks, self.fused_attention
         )
-        key = ("m", model, tokens, sequences, attended, kv_read)
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
+        # Not memoised per call: a mixed iteration's counts rarely repeat (its parts are).
         lin = self._mixed_lin(model)
         per_op = lin.per_op
         x = (1, tokens, sequences, attended, kv_read)
@@ -467,7 +465,6 @@ class GpuModel(DeviceModel):
             flops=part_t[3] + part_a[3] + part_n[3],
             bytes=part_t[4] + part_a[4] + part_n[4],
         )
-        self._remember(key, cost)
         return cost
 
     @property
@@ -769,8 +766,12 @@ class GpuModel(DeviceModel):
         """Every operator of a mixed pass as affine functions of ``(1, T, n, p, kv)`` (its
         FLOPs and bytes are, and so are the roofline's and the kernel model's compute and
         memory times), read off five passes differing in one count each."""
+        last = self._last_lin
+        if last is not None and last[0] is model:
+            return last[1]  # the engine asks for one model: skip hashing the spec
         lin = self._mixed_lins.get(model)
         if lin is not None:
+            self._last_lin = (model, lin)
             return lin
         base = (1, 2, 1, 1, 1)
         points = [base] + [
@@ -847,6 +848,7 @@ class GpuModel(DeviceModel):
             t_memo={},
             n_memo={},
         )
+        self._last_lin = (model, lin)
         return lin
 
     def _check_fits(self, model: ModelSpec, g: PhaseGraph, resident_tokens: int) -> None:

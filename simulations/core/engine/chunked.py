@@ -120,10 +120,18 @@ class ChunkedSim(BatchingSim):
         return need - self.pfx_blocks[rid] if self._hit(u, rid) else need
 
     def _can_admit(self, u: int, rid: int, k: int) -> bool:
-        if len(self.running[u]) + len(self.partial[u]) >= self.max_batch:
+        run = self.running[u]
+        if len(run) + len(self.partial[u]) >= self.max_batch:
             return False
-        room = self.pool[u] - self.wm[u] - self._blocks(u, rid)
-        return self._held_bound(u, k) <= room or self._held(u, k) <= room
+        # _blocks and _held_bound inlined: this runs at every arrival and admission.
+        bs = self.bs
+        need = -(-self.plen[rid] // bs)
+        if self.prefix_caching and self.pinned[u] and self.pfx_blocks[rid]:
+            need -= self.pfx_blocks[rid]
+        room = self.pool[u] - self.wm[u] - need
+        bound = (self.sum_off[u] + len(run) * (self.S[u] + k + bs - 1)) // bs
+        bound += self.reserved[u] + self.pinned[u] - self.shared_sub[u]
+        return bound <= room or self._held(u, k) <= room
 
     # -- iterations ----------------------------------------------------------------------
 
