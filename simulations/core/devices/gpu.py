@@ -182,28 +182,28 @@ class _MixedLin:
     n_memo: dict[int, tuple[float, float, float, float, float, float]]
 
 
-def _lin(coef: tuple[float, ...], x: tuple[int, int, int, int, int]) -> float:
-    return coef[0] + coef[1] * x[1] + coef[2] * x[2] + coef[3] * x[3] + coef[4] * x[4]
-
-
 def _rows_cost(
     rows: tuple[_Row, ...], x: tuple[int, int, int, int, int], per_op: float
 ) -> tuple[float, float, float, float, float, float]:
     """(seconds, compute-bound, memory-bound, FLOPs, bytes, largest activation bytes) of
     ``rows`` at the counts ``x``."""
     seconds = t_comp = t_mem = flops = nbytes = act = 0.0
+    _, t, n, p, kv = x
     for cc, mc, fc, bc, ac, r in rows:
-        c = _lin(cc, x)
-        m = _lin(mc, x)
+        # _lin inlined (the engine's hot path)
+        c = cc[0] + cc[1] * t + cc[2] * n + cc[3] * p + cc[4] * kv
+        m = mc[0] + mc[1] * t + mc[2] * n + mc[3] * p + mc[4] * kv
         if c >= m:
             t_comp += c * r
             seconds += (c if c > per_op else per_op) * r
         else:
             t_mem += m * r
             seconds += (m if m > per_op else per_op) * r
-        flops += _lin(fc, x)
-        nbytes += _lin(bc, x)
-        act = max(act, _lin(ac, x))
+        flops += fc[0] + fc[1] * t + fc[2] * n + fc[3] * p + fc[4] * kv
+        nbytes += bc[0] + bc[1] * t + bc[2] * n + bc[3] * p + bc[4] * kv
+        a = ac[0] + ac[1] * t + ac[2] * n + ac[3] * p + ac[4] * kv
+        if a > act:
+            act = a
     return seconds, t_comp, t_mem, flops, nbytes, act
 
 
