@@ -40,6 +40,7 @@ from simulations.adapters import (
     traces_from_db,
 )
 from simulations.choices import ACTIVE_STATUSES, RunEventKind, RunStatus
+from simulations.core import json_fields
 from simulations.core import scenario as scenario_rules
 from simulations.core.catalog import (
     device_from_dict,
@@ -238,11 +239,14 @@ def hf_model_import(
         if len(config) > 1024 * 1024:
             raise ValidationError({"config": ["config.json is larger than 1 MiB"]})
         try:
-            config = json.loads(config)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ValidationError({"config": [f"not valid JSON: {exc}"]}) from exc
+            config = json_fields.loads(config, path="config")
+        except json_fields.JsonInputError as exc:
+            raise ValidationError(exc.problems) from exc
     if not isinstance(config, Mapping):
         raise ValidationError({"config": ["must be a JSON object"]})
+    problems = json_fields.storable_problems(config, "config")
+    if problems:
+        raise ValidationError(problems)
     try:
         spec = model_spec_from_hf_config(config, slug=slug, name=name, origin=origin)
     except SpecError as exc:
@@ -297,6 +301,14 @@ def trace_import(
 
 
 def _document_size_check(document: Any) -> None:
+    """ScenarioValidationError when ``document`` cannot be stored: a NUL character, a
+    non-finite number or too-deep nesting anywhere (by JSON path), or too many bytes.
+
+    Every document write (scenarios, sweep templates, plans) passes here before any value
+    of it reaches a query (trace lookups) or a jsonb column."""
+    problems = json_fields.storable_problems(document)
+    if problems:
+        raise ScenarioValidationError(problems)
     try:
         size = len(json.dumps(document, separators=(",", ":"), allow_nan=True))
     except (TypeError, ValueError) as exc:
@@ -344,6 +356,9 @@ def scenario_update(
 def workload_validate(workload: Workload) -> WorkloadSpec:
     """Validate a (possibly unsaved) Workload row as a scenario's ``workload`` object."""
     doc = workload.to_document()
+    problems = json_fields.storable_problems(doc, "workload")
+    if problems:
+        raise ScenarioValidationError(problems)
     traces = traces_from_db(scenario_rules.workload_trace_names(doc))
     return scenario_rules.parse_workload(doc, traces=traces)
 

@@ -1,13 +1,20 @@
-"""JSON-path validation helpers shared by the document parsers (scenarios, plans).
+"""JSON-path validation helpers shared by the document parsers (scenarios, plans), and the
+one sanitiser of JSON input every entry point uses (API parser, services, pages, CLI).
 
 Each ``read_*`` function checks one value of a JSON document and returns it converted, or
 records why it is invalid in an :class:`Errors` under the value's JSON path
 (``systems[0].devices[1].count``) and returns ``None``, so a parser reports *every* problem
 of a document at once (see :func:`simulations.core.scenario.parse_scenario`).
+
+:func:`loads` and :func:`storable_problems` guard what may reach a database at all: a NUL
+character in any string or key is refused
+(PostgreSQL stores U+0000 neither in text nor in jsonb); and numbers JSON cannot
+represent (``1e400`` overflows to infinity, ``NaN``, ``Infinity``) are refused by JSON path.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,6 +25,74 @@ ROOT = "document"
 MAX_NAME_LENGTH = 200
 #: Largest price a document may quote for one device, USD.
 MAX_PRICE_USD = 1e8
+
+
+NUL_MESSAGE = "contains a NUL character (\\u0000), which cannot be stored"
+KEY_NUL_MESSAGE = "has a key that contains a NUL character (\\u0000), which cannot be stored"
+NON_FINITE_MESSAGE = (
+    "must be a finite number (NaN, Infinity and overflowing numbers such as 1e400 are rejected)"
+)
+
+
+class JsonInputError(ValueError):
+    """JSON input that cannot be accepted: ``problems`` maps JSON paths (``document`` for the
+    text as a whole) to messages."""
+
+    def __init__(self, problems: dict[str, list[str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{path}: {', '.join(msgs)}" for path, msgs in problems.items()))
+
+
+def storable_problems(value: Any, path: str = "") -> dict[str, list[str]]:
+    """Every value of a parsed JSON document that cannot be stored, by JSON path: NUL
+    characters in strings and keys, and non-finite numbers."""
+    problems: dict[str, list[str]] = {}
+    stack: list[tuple[str, Any, int]] = [(path, value, 0)]
+    while stack:
+        where, v, depth = stack.pop()
+        if isinstance(v, str):
+            if "\x00" in v:
+                problems.setdefault(where or ROOT, []).append(NUL_MESSAGE)
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                problems.setdefault(where or ROOT, []).append(NON_FINITE_MESSAGE)
+        elif isinstance(v, Mapping | list | tuple):
+            if isinstance(v, Mapping):
+                children = []
+                for k, child in v.items():
+                    key = str(k)
+                    if "\x00" in key:
+                        problems.setdefault(where or ROOT, []).append(KEY_NUL_MESSAGE)
+                        continue
+                    children.append((key_path(where, key), child, depth + 1))
+            else:
+                children = [(f"{where}[{i}]", child, depth + 1) for i, child in enumerate(v)]
+            stack.extend(reversed(children))
+    return problems
+
+
+def _keep_constant(name: str) -> float:
+    # NaN/Infinity literals become floats so storable_problems reports them by JSON path.
+    return float(name)
+
+
+def loads(text: str | bytes, *, path: str = "") -> Any:
+    """Parse JSON ``text`` that is safe to store and walk: JsonInputError (keyed by JSON
+    path, ``document`` for the text as a whole) for invalid JSON, NUL characters and
+    non-finite numbers."""
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JsonInputError({path or ROOT: [f"not UTF-8 text (byte {exc.start})"]}) from exc
+    try:
+        value = json.loads(text, parse_constant=_keep_constant)
+    except ValueError as exc:
+        raise JsonInputError({path or ROOT: [f"not valid JSON: {exc}"]}) from exc
+    problems = storable_problems(value, path)
+    if problems:
+        raise JsonInputError(problems)
+    return value
 
 
 class Errors:
@@ -89,6 +164,9 @@ def read_str(
         return None
     if required and not value.strip():
         errs.add(path, "must not be empty")
+        return None
+    if "\x00" in value:
+        errs.add(path, NUL_MESSAGE)
         return None
     if len(value) > max_len:
         errs.add(path, f"must be at most {max_len} characters")
