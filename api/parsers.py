@@ -2,8 +2,9 @@
 is read (Django's own cap applies to ``request.body`` only, which DRF's parsers bypass).
 
 JSON bodies go through the project's one JSON sanitiser (:mod:`simulations.core.json_fields`):
-NUL characters and non-finite numbers anywhere in the body are refused with 400 keyed by their
-JSON path.
+nesting deeper than its limit is refused before parsing (a linear scan, so a 200 KB body of
+100,000 nested arrays cannot reach the parser's recursion), and NUL characters and non-finite
+numbers anywhere in the body are refused with 400 keyed by their JSON path.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def _check_length(parser_context: Any, limit: int) -> None:
 
 
 class BoundedJSONParser(parsers.JSONParser):
-    """JSON bodies up to ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes with no NUL character
+    """JSON bodies up to ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes, at most
+    :data:`~simulations.core.json_fields.MAX_JSON_DEPTH` levels deep, with no NUL character
     and no NaN, Infinity or overflowing number (each refused with its JSON path)."""
 
     def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
@@ -54,6 +56,9 @@ class BoundedJSONParser(parsers.JSONParser):
             text = raw.decode((parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET)
         except (UnicodeDecodeError, LookupError) as exc:
             raise exceptions.ParseError(f"JSON parse error - not UTF-8 text: {exc}") from None
+        too_deep = json_fields.json_depth_error(text)
+        if too_deep:
+            raise exceptions.ParseError(f"JSON parse error - {too_deep}.")
         try:
             data = json.loads(text, parse_constant=float)
         except ValueError as exc:

@@ -6,8 +6,10 @@ records why it is invalid in an :class:`Errors` under the value's JSON path
 (``systems[0].devices[1].count``) and returns ``None``, so a parser reports *every* problem
 of a document at once (see :func:`simulations.core.scenario.parse_scenario`).
 
-:func:`loads` and :func:`storable_problems` guard what may reach a database at all: a NUL
-character in any string or key is refused
+:func:`loads` and :func:`storable_problems` guard what may reach a database or a recursive
+walk at all: JSON text nested deeper than :data:`MAX_JSON_DEPTH` is refused by a linear scan
+*before* it is parsed (``json.loads`` recurses once per level, so 100,000 nested arrays in a
+200 KB body raised RecursionError); a NUL character in any string or key is refused
 (PostgreSQL stores U+0000 neither in text nor in jsonb); and numbers JSON cannot
 represent (``1e400`` overflows to infinity, ``NaN``, ``Infinity``) are refused by JSON path.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +29,10 @@ MAX_NAME_LENGTH = 200
 #: Largest price a document may quote for one device, USD.
 MAX_PRICE_USD = 1e8
 
+
+#: Deepest nesting of arrays and objects accepted in JSON input. Documents need about 6
+#: levels (a request body adds one or two); Python's parser recurses once per level.
+MAX_JSON_DEPTH = 64
 
 NUL_MESSAGE = "contains a NUL character (\\u0000), which cannot be stored"
 KEY_NUL_MESSAGE = "has a key that contains a NUL character (\\u0000), which cannot be stored"
@@ -43,9 +50,39 @@ class JsonInputError(ValueError):
         super().__init__("; ".join(f"{path}: {', '.join(msgs)}" for path, msgs in problems.items()))
 
 
+#: A JSON string (possessive, so a long string is one linear match), a bracket, or a stray
+#: quote that opens an unterminated string (the parser reports that one).
+_DEPTH_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]|"')
+
+
+def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """Why ``text`` is nested too deeply to parse, or ``None``: one linear pass counting
+    brackets outside strings (no parsing, so no recursion)."""
+    if isinstance(text, bytes | bytearray):
+        text = text.decode("utf-8", errors="replace")
+    depth = 0
+    for match in _DEPTH_TOKEN.finditer(text):
+        token = match.group()
+        if len(token) > 1:
+            continue  # a whole string: brackets inside it are text
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return (
+                    f"JSON nested deeper than {limit} levels (arrays and objects inside "
+                    "each other) is not accepted"
+                )
+        elif token in "]}":
+            depth -= 1
+        elif token == '"':
+            break  # an unterminated string: nothing after it is structure
+    return None
+
+
 def storable_problems(value: Any, path: str = "") -> dict[str, list[str]]:
     """Every value of a parsed JSON document that cannot be stored, by JSON path: NUL
-    characters in strings and keys, and non-finite numbers."""
+    characters in strings and keys, non-finite numbers, and nesting deeper than
+    :data:`MAX_JSON_DEPTH`. Iterative, so a deep Python value cannot exhaust the stack."""
     problems: dict[str, list[str]] = {}
     stack: list[tuple[str, Any, int]] = [(path, value, 0)]
     while stack:
@@ -57,6 +94,11 @@ def storable_problems(value: Any, path: str = "") -> dict[str, list[str]]:
             if not math.isfinite(v):
                 problems.setdefault(where or ROOT, []).append(NON_FINITE_MESSAGE)
         elif isinstance(v, Mapping | list | tuple):
+            if depth >= MAX_JSON_DEPTH:
+                problems.setdefault(where or ROOT, []).append(
+                    f"is nested deeper than {MAX_JSON_DEPTH} levels"
+                )
+                continue
             if isinstance(v, Mapping):
                 children = []
                 for k, child in v.items():
@@ -78,13 +120,16 @@ def _keep_constant(name: str) -> float:
 
 def loads(text: str | bytes, *, path: str = "") -> Any:
     """Parse JSON ``text`` that is safe to store and walk: JsonInputError (keyed by JSON
-    path, ``document`` for the text as a whole) for invalid JSON, NUL characters and
-    non-finite numbers."""
+    path, ``document`` for the text as a whole) for too-deep nesting (refused before
+    parsing), invalid JSON, NUL characters and non-finite numbers."""
     if isinstance(text, bytes | bytearray):
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JsonInputError({path or ROOT: [f"not UTF-8 text (byte {exc.start})"]}) from exc
+    too_deep = json_depth_error(text)
+    if too_deep:
+        raise JsonInputError({path or ROOT: [too_deep]})
     try:
         value = json.loads(text, parse_constant=_keep_constant)
     except ValueError as exc:

@@ -158,6 +158,44 @@ def test_it_answers_404_for_nul_in_an_api_path(alice: APIClient, catalog: Any) -
     assert alice.get("/api/traces/a%00b/").status_code == 404
 
 
+# --- nesting depth ---------------------------------------------------------------------------
+
+
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def test_it_refuses_a_deeply_nested_scenario_before_parsing(alice: APIClient, catalog: Any) -> None:
+    text = '{"document": {"name": "x", "systems": ' + deep(100_000) + "}}"
+    assert len(text) > 199_000
+    response = raw_post(alice, "/api/scenarios/", text)
+    assert response.status_code == 400
+    assert "nested" in response.json()["detail"]
+    assert "64" in response.json()["detail"]
+    assert not Scenario.objects.exists()
+
+
+def test_it_accepts_nesting_up_to_the_limit(alice: APIClient, catalog: Any, document: dict) -> None:
+    text = json.dumps({"document": document, "shared": False})
+    assert raw_post(alice, "/api/scenarios/", text).status_code == 201
+
+
+def test_it_refuses_a_deeply_nested_hugging_face_config(carol: APIClient, catalog: Any) -> None:
+    text = '{"slug": "deep", "name": "d", "config": {"a": ' + deep(100_000) + "}}"
+    response = raw_post(carol, "/api/models/import-hf/", text)
+    assert response.status_code == 400
+    assert "nested" in response.json()["detail"]
+    assert not LLMModel.objects.filter(slug="deep").exists()
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(
+    alice: APIClient, catalog: Any, document: dict
+) -> None:
+    document["description"] = "[" * 1000 + '\\"{' * 100
+    response = alice.post("/api/scenarios/", {"document": document}, format="json")
+    assert response.status_code == 201, response.json()
+
+
 # --- numbers JSON cannot represent -----------------------------------------------------------
 
 

@@ -63,6 +63,26 @@ def test_it_refuses_nul_in_a_plan_document_from_the_page(alice_client: Any, seed
     assert not Plan.objects.exists()
 
 
+def test_it_refuses_a_deeply_nested_plan_document_from_the_page(
+    alice_client: Any, seeded: Any
+) -> None:
+    text = '{"name": "x", "space": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    response = alice_client.post("/plans/", {"document": text})
+    assert response.status_code == 400
+    assert "nested deeper than 64" in response.content.decode()
+    assert not Plan.objects.exists()
+
+
+def test_it_refuses_a_deeply_nested_config_in_the_page_model_import(
+    staff_client: Any, seeded: Any
+) -> None:
+    text = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    response = staff_client.post("/catalog/models/import/", {"slug": "deep", "config": text})
+    assert response.status_code == 400
+    assert "nested deeper than 64" in response.content.decode()
+    assert not LLMModel.objects.filter(slug="deep").exists()
+
+
 def test_it_refuses_nul_in_a_config_value_in_the_page_model_import(
     staff_client: Any, seeded: Any
 ) -> None:
