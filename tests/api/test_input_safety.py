@@ -209,3 +209,24 @@ def test_it_refuses_a_non_finite_number_naming_its_json_path(
     assert response.status_code == 400
     messages_at(response, "document.workload.arrival.rate_per_s")
     assert not Scenario.objects.exists()
+
+
+# --- Hugging Face configs --------------------------------------------------------------------
+
+
+def test_it_refuses_an_unknown_torch_dtype(carol: APIClient, catalog: Any) -> None:
+    config = {**LLAMA_CONFIG, "torch_dtype": "float7"}
+    response = carol.post(
+        "/api/models/import-hf/", {"slug": "f7", "name": "f7", "config": config}, format="json"
+    )
+    assert response.status_code == 400
+    assert "torch_dtype" in messages_at(response, "config")
+    assert not LLMModel.objects.filter(slug="f7").exists()
+
+
+def test_it_accepts_the_torch_dtypes_hugging_face_writes(carol: APIClient, catalog: Any) -> None:
+    for i, dtype in enumerate(("float16", "bfloat16", "float32", "auto")):
+        config = {**LLAMA_CONFIG, "torch_dtype": dtype}
+        body = {"slug": f"ok-{i}", "name": "ok", "config": config}
+        response = carol.post("/api/models/import-hf/", body, format="json")
+        assert response.status_code == 201, response.json()
