@@ -275,6 +275,7 @@ SPECTACULAR_SETTINGS.update(
         },
         "POSTPROCESSING_HOOKS": [
             "drf_spectacular.hooks.postprocess_schema_enums",
+            "api.schema.align_with_the_server",
             "api.schema.document_error_responses",
         ],
     }
