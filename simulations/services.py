@@ -301,12 +301,13 @@ def trace_import(
 
 
 def _document_size_check(document: Any) -> None:
-    """ScenarioValidationError when ``document`` cannot be stored: a NUL character, a
-    non-finite number or too-deep nesting anywhere (by JSON path), or too many bytes.
+    """ScenarioValidationError when ``document`` cannot be read safely: a NUL character or
+    too-deep nesting anywhere (by JSON path), or too many bytes.
 
     Every document write (scenarios, sweep templates, plans) passes here before any value
-    of it reaches a query (trace lookups) or a jsonb column."""
-    problems = json_fields.storable_problems(document)
+    of it reaches a query (trace lookups); non-finite numbers are left to the document
+    parser, which names them field by field, and :func:`_storable_check` runs after it."""
+    problems = json_fields.storable_problems(document, finite=False)
     if problems:
         raise ScenarioValidationError(problems)
     try:
@@ -321,11 +322,21 @@ def _document_size_check(document: Any) -> None:
         )
 
 
+def _storable_check(document: Any) -> None:
+    """ScenarioValidationError for any value a jsonb column cannot hold (by JSON path),
+    e.g. a NaN where the parser does not look; run after the document parser."""
+    problems = json_fields.storable_problems(document)
+    if problems:
+        raise ScenarioValidationError(problems)
+
+
 def scenario_validate(document: Any) -> ScenarioSpec:
     """Parse ``document`` against the catalog in the database (ScenarioValidationError)."""
     _document_size_check(document)
     traces = traces_from_db(scenario_rules.trace_names(document))
-    return scenario_rules.parse_scenario(document, catalog_from_db(), traces=traces)
+    spec = scenario_rules.parse_scenario(document, catalog_from_db(), traces=traces)
+    _storable_check(document)
+    return spec
 
 
 def scenario_create(*, owner: Any, document: Any, shared: bool = False) -> Scenario:

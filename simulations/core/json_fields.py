@@ -79,10 +79,12 @@ def json_depth_error(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> str | No
     return None
 
 
-def storable_problems(value: Any, path: str = "") -> dict[str, list[str]]:
+def storable_problems(value: Any, path: str = "", *, finite: bool = True) -> dict[str, list[str]]:
     """Every value of a parsed JSON document that cannot be stored, by JSON path: NUL
     characters in strings and keys, non-finite numbers, and nesting deeper than
-    :data:`MAX_JSON_DEPTH`. Iterative, so a deep Python value cannot exhaust the stack."""
+    :data:`MAX_JSON_DEPTH`. Iterative, so a deep Python value cannot exhaust the stack.
+    ``finite=False`` leaves numbers to the caller (the document parsers name a non-finite
+    value with their own field messages)."""
     problems: dict[str, list[str]] = {}
     stack: list[tuple[str, Any, int]] = [(path, value, 0)]
     while stack:
@@ -91,7 +93,7 @@ def storable_problems(value: Any, path: str = "") -> dict[str, list[str]]:
             if "\x00" in v:
                 problems.setdefault(where or ROOT, []).append(NUL_MESSAGE)
         elif isinstance(v, float):
-            if not math.isfinite(v):
+            if finite and not math.isfinite(v):
                 problems.setdefault(where or ROOT, []).append(NON_FINITE_MESSAGE)
         elif isinstance(v, Mapping | list | tuple):
             if depth >= MAX_JSON_DEPTH:

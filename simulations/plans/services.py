@@ -44,7 +44,12 @@ from simulations.jobs import (
 )
 from simulations.plans.models import ChunkStatus, Plan, PlanChunk, PlanResult, PlanStage
 from simulations.plans.models import StageStatus as Stage
-from simulations.services import MAX_ERROR_CHARS, _document_size_check, _json_safe
+from simulations.services import (
+    MAX_ERROR_CHARS,
+    _document_size_check,
+    _json_safe,
+    _storable_check,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +111,9 @@ def plan_validate(document: Any) -> PlanSpec:
     """
     _document_size_check(document)
     traces = traces_from_db(trace_names(document))
-    return parse_plan(document, catalog_from_db(), traces=traces)
+    spec = parse_plan(document, catalog_from_db(), traces=traces)
+    _storable_check(document)
+    return spec
 
 
 def plan_create(*, spec: Any, owner: Any) -> Plan:

@@ -144,6 +144,9 @@ def sweep_validate(template: Any, axes_raw: Any) -> tuple[list[Axis], int]:
             break
     if errors:
         raise SweepValidationError(errors)
+    problems = json_fields.storable_problems(template, "template")
+    if problems:  # a value a jsonb column cannot hold where no parser looks (e.g. a NaN)
+        raise SweepValidationError(problems)
     return axes, total
 
 
