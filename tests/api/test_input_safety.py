@@ -230,3 +230,31 @@ def test_it_accepts_the_torch_dtypes_hugging_face_writes(carol: APIClient, catal
         body = {"slug": f"ok-{i}", "name": "ok", "config": config}
         response = carol.post("/api/models/import-hf/", body, format="json")
         assert response.status_code == 201, response.json()
+
+
+# --- trace uploads ---------------------------------------------------------------------------
+
+
+def test_it_refuses_nul_in_an_uploaded_trace_name_or_file(alice: APIClient, catalog: Any) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from simulations.models import Trace
+
+    csv = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+    named = alice.post(
+        "/api/traces/",
+        {"slug": "t1", "name": f"a{NUL}", "file": SimpleUploadedFile("t.csv", csv.encode())},
+        format="multipart",
+    )
+    assert named.status_code == 400 and "name" in named.json()
+    broken = alice.post(
+        "/api/traces/",
+        {"slug": "t2", "name": "n", "file": SimpleUploadedFile("t.csv", (csv + NUL).encode())},
+        format="multipart",
+    )
+    assert broken.status_code == 400 and "file" in broken.json()
+    as_text = alice.post(
+        "/api/traces/", {"slug": "t3", "name": "n", "text": csv + NUL}, format="json"
+    )
+    assert as_text.status_code == 400 and "text" in as_text.json()
+    assert not Trace.objects.exists()
