@@ -47,6 +47,7 @@ from simulations.choices import (
     TraceParseStatus,
     TraceVisibility,
 )
+from simulations.core import json_fields
 from simulations.core import scenario as scenario_rules
 from simulations.core.catalog import (
     device_from_dict,
@@ -414,11 +415,14 @@ def hf_model_import(
         if len(config) > 1024 * 1024:
             raise ValidationError({"config": ["config.json is larger than 1 MiB"]})
         try:
-            config = json.loads(config)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ValidationError({"config": [f"not valid JSON: {exc}"]}) from exc
+            config = json_fields.loads(config, path="config")
+        except json_fields.JsonInputError as exc:
+            raise ValidationError(exc.problems) from exc
     if not isinstance(config, Mapping):
         raise ValidationError({"config": ["must be a JSON object"]})
+    problems = json_fields.storable_problems(config, "config")
+    if problems:
+        raise ValidationError(problems)
     try:
         spec = model_spec_from_hf_config(config, slug=slug, name=name, origin=origin)
     except SpecError as exc:
@@ -705,6 +709,15 @@ def trace_parse_run(trace_id: int, attempt: int) -> str:
 
 
 def _document_size_check(document: Any) -> None:
+    """ScenarioValidationError when ``document`` cannot be read safely: a NUL character or
+    too-deep nesting anywhere (by JSON path), or too many bytes.
+
+    Every document write (scenarios, sweep templates, plans) passes here before any value
+    of it reaches a query (trace lookups); non-finite numbers are left to the document
+    parser, which names them field by field, and :func:`_storable_check` runs after it."""
+    problems = json_fields.storable_problems(document, finite=False)
+    if problems:
+        raise ScenarioValidationError(problems)
     try:
         size = len(json.dumps(document, separators=(",", ":"), allow_nan=True))
     except (TypeError, ValueError) as exc:
@@ -723,6 +736,14 @@ def visible_traces(user: Any) -> Any:
     return None if user is None else selectors.traces_visible_to(user)
 
 
+def _storable_check(document: Any) -> None:
+    """ScenarioValidationError for any value a jsonb column cannot hold (by JSON path),
+    e.g. a NaN where the parser does not look; run after the document parser."""
+    problems = json_fields.storable_problems(document)
+    if problems:
+        raise ScenarioValidationError(problems)
+
+
 def scenario_validate(document: Any, *, user: Any = None) -> ScenarioSpec:
     """Parse ``document`` against the catalog in the database (ScenarioValidationError).
 
@@ -731,7 +752,9 @@ def scenario_validate(document: Any, *, user: Any = None) -> ScenarioSpec:
     """
     _document_size_check(document)
     traces = traces_from_db(scenario_rules.trace_names(document), visible_traces(user))
-    return scenario_rules.parse_scenario(document, catalog_from_db(), traces=traces)
+    spec = scenario_rules.parse_scenario(document, catalog_from_db(), traces=traces)
+    _storable_check(document)
+    return spec
 
 
 def scenario_create(*, owner: Any, document: Any, shared: bool = False) -> Scenario:
@@ -773,6 +796,9 @@ def workload_validate(workload: Workload) -> WorkloadSpec:
     """Validate a (possibly unsaved) Workload row as a scenario's ``workload`` object (its
     trace must be one its owner may use)."""
     doc = workload.to_document()
+    problems = json_fields.storable_problems(doc, "workload")
+    if problems:
+        raise ScenarioValidationError(problems)
     user = workload.owner if workload.owner_id is not None else None
     traces = traces_from_db(scenario_rules.workload_trace_names(doc), visible_traces(user))
     return scenario_rules.parse_workload(doc, traces=traces)

@@ -48,6 +48,7 @@ from simulations.services import (
     MAX_ERROR_CHARS,
     _document_size_check,
     _json_safe,
+    _storable_check,
     trace_references_set,
     visible_traces,
 )
@@ -112,7 +113,9 @@ def plan_validate(document: Any, *, user: Any = None) -> PlanSpec:
     """
     _document_size_check(document)
     traces = traces_from_db(trace_names(document), visible_traces(user))
-    return parse_plan(document, catalog_from_db(), traces=traces)
+    spec = parse_plan(document, catalog_from_db(), traces=traces)
+    _storable_check(document)
+    return spec
 
 
 def plan_create(*, spec: Any, owner: Any) -> Plan:

@@ -31,6 +31,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from simulations.adapters import catalog_from_db, traces_from_db
+from simulations.core import json_fields
 from simulations.core import scenario as scenario_rules
 from simulations.core.errors import ScenarioValidationError
 from simulations.jobs import (
@@ -138,6 +139,9 @@ def sweep_validate(template: Any, axes_raw: Any, *, user: Any = None) -> tuple[l
             {f"template.{k}" if k != scenario_rules.ROOT else "template": v}
             for k, v in exc.errors.items()
         ) from exc
+    problems = json_fields.storable_problems(axes_raw, "axes")
+    if problems:
+        raise SweepValidationError(problems)
     axes = parse_axes(axes_raw)
     total = check_count(axes, _max_configs())
     check_template_paths(template, axes)
@@ -162,6 +166,9 @@ def sweep_validate(template: Any, axes_raw: Any, *, user: Any = None) -> tuple[l
             break
     if errors:
         raise SweepValidationError(errors)
+    problems = json_fields.storable_problems(template, "template")
+    if problems:  # a value a jsonb column cannot hold where no parser looks (e.g. a NaN)
+        raise SweepValidationError(problems)
     return axes, total
 
 
