@@ -142,9 +142,18 @@ def filesystem_broker_options(folder: Path) -> dict:
     return options
 
 
+# Seconds to wait for Redis (connect, then each reply) before taking it for down: a Redis
+# that drops packets must not hold a request or a send for long (issue 16).
+REDIS_CONNECT_TIMEOUT_S = env.float("HETPLANNER_REDIS_CONNECT_TIMEOUT_S", default=1.0)
+REDIS_SOCKET_TIMEOUT_S = env.float("HETPLANNER_REDIS_SOCKET_TIMEOUT_S", default=2.0)
+
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
+        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S,
+        # Above the worker's blocking-pop timeout (1 s), which must not count as a failure.
+        "socket_timeout": max(5.0, REDIS_SOCKET_TIMEOUT_S),
+    }
 else:
     # kombu's filesystem transport: a real broker between processes that needs no server.
     CELERY_BROKER_URL = "filesystem://"
@@ -163,6 +172,15 @@ CELERY_TASK_TIME_LIMIT = env.int("HETPLANNER_TASK_HARD_TIME_LIMIT_S", default=66
 CELERY_BROKER_TRANSPORT_OPTIONS.setdefault("visibility_timeout", 2 * CELERY_TASK_TIME_LIMIT)
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A send from the web process while the broker is down fails within a few seconds (the job
+# is stored queued and marked unsent; the reconciler sends it later) instead of hanging.
+CELERY_BROKER_CONNECTION_TIMEOUT = env.float("HETPLANNER_BROKER_CONNECTION_TIMEOUT_S", default=2.0)
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
 
 # Runs: how many times a run may be delivered to a worker before it is failed for good, and
 # after how many seconds without a heartbeat a running run counts as abandoned.
@@ -279,18 +297,36 @@ SPECTACULAR_SETTINGS.update(
     }
 )
 
+
 # Throttle counters must be shared by every web process: Redis when configured, else a
 # file cache under var/ (the default local-memory cache is per process).
-CACHES = {
-    "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-        if REDIS_URL
-        else {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": str(VAR_DIR / "cache"),
-        }
-    )
-}
+def cache_settings(redis_url: str) -> dict:
+    """``CACHES`` for ``redis_url`` (a file cache under var/ when it is empty).
+
+    Redis through :class:`hetplanner.cache.FailoverRedisCache`: while Redis is unreachable
+    the cache answers from process memory (logged) instead of failing every request.
+    """
+    return {
+        "default": (
+            {
+                "BACKEND": "hetplanner.cache.FailoverRedisCache",
+                "LOCATION": redis_url,
+                "OPTIONS": {
+                    "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S,
+                    "socket_timeout": REDIS_SOCKET_TIMEOUT_S,
+                    "RETRY_AFTER_S": env.float("HETPLANNER_CACHE_RETRY_AFTER_S", default=5.0),
+                },
+            }
+            if redis_url
+            else {
+                "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                "LOCATION": str(VAR_DIR / "cache"),
+            }
+        )
+    }
+
+
+CACHES = cache_settings(REDIS_URL)
 
 # Capacity-search plans (issue 10): the reconciler re-sends lost stage and chunk tasks.
 CELERY_BEAT_SCHEDULE["reconcile-plans"] = {
