@@ -99,3 +99,30 @@ def test_readme_documents_the_two_commands_and_the_input_limits() -> None:
     ):
         value = getattr(limits, name)
         assert f"{value:,}" in readme, f"README does not state {name} = {value:,}"
+
+
+def app_services(compose: dict) -> dict[str, dict]:
+    """The compose services built from this repository's image."""
+    return {n: s for n, s in compose["services"].items() if s.get("image") == "hetplanner:latest"}
+
+
+def test_compose_refuses_to_start_without_a_secret_key() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = app_services(compose)
+    assert services
+    for name, service in services.items():
+        key = service["environment"]["DJANGO_SECRET_KEY"]
+        # ${VAR:?message}: compose stops with the message when VAR is unset or empty.
+        assert key.startswith("${DJANGO_SECRET_KEY:?") and key.endswith("}"), (name, key)
+
+
+def test_production_settings_refuse_an_empty_secret_key() -> None:
+    env = {
+        "DJANGO_SETTINGS_MODULE": "hetplanner.settings.production",
+        "DJANGO_ALLOWED_HOSTS": "planner.example.com",
+    }
+    for key in ("", "   "):
+        result = manage("check", env={**env, "DJANGO_SECRET_KEY": key})
+        assert result.returncode != 0, result.stdout
+        assert "ImproperlyConfigured" in result.stderr
+        assert "DJANGO_SECRET_KEY" in result.stderr
