@@ -159,6 +159,12 @@ else:
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(BROKER_DIR)
 CELERY_TASK_DEFAULT_QUEUE = env("HETPLANNER_QUEUE", default="hetplanner")
+# The reconcilers' own queue, consumed by a worker of its own (`-Q housekeeping`): on the
+# jobs' queue they waited behind every queued chunk and expired there unexecuted, so the
+# recovery of a lost job grew with the backlog (issue 16).
+HETPLANNER_HOUSEKEEPING_QUEUE = env("HETPLANNER_HOUSEKEEPING_QUEUE", default="housekeeping")
+HOUSEKEEPING_TASKS = ("simulations.reconcile_*",)
+CELERY_TASK_ROUTES = {name: {"queue": HETPLANNER_HOUSEKEEPING_QUEUE} for name in HOUSEKEEPING_TASKS}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
@@ -191,7 +197,8 @@ HETPLANNER_HEARTBEAT_INTERVAL_S = env.float("HETPLANNER_HEARTBEAT_INTERVAL_S", d
 # A queued run whose message was sent longer ago than this is re-sent by the reconciler.
 HETPLANNER_QUEUED_STALE_S = env.int("HETPLANNER_QUEUED_STALE_S", default=900)
 # The reconciler runs periodically from celery beat (`celery -A hetplanner beat`, or a
-# worker started with --beat as `make run` does).
+# housekeeping worker started with --beat as `make run` does; the reconcilers run on the
+# housekeeping queue, see HETPLANNER_HOUSEKEEPING_QUEUE).
 HETPLANNER_RECONCILE_INTERVAL_S = env.float("HETPLANNER_RECONCILE_INTERVAL_S", default=60.0)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-runs": {

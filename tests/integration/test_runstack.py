@@ -58,7 +58,8 @@ def test_runstack_serves_the_catalog_and_stops_both_processes(builtin_catalog_ro
         children = subprocess.run(
             ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False
         ).stdout.split()
-        assert len(children) == 2  # the web server and the Celery worker
+        # The web server, the jobs' worker and the housekeeping worker (with the beat).
+        assert len(children) == 3
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=60)
     finally:

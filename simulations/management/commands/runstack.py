@@ -1,9 +1,15 @@
-"""``manage.py runstack``: the web server and a Celery worker together (used by ``make run``).
+"""``manage.py runstack``: the web server and Celery workers together (used by ``make run``).
 
-Starts ``celery -A hetplanner worker --beat`` (the beat schedules the run reconciler) and
-``manage.py runserver --noreload HOST:PORT`` as child processes with the current settings
-(embedded defaults unless ``DATABASE_URL`` / ``REDIS_URL`` are set), and stops both on
-Ctrl-C or SIGTERM, or when either of them exits.
+Starts, as child processes with the current settings (embedded defaults unless
+``DATABASE_URL`` / ``REDIS_URL`` are set):
+
+* ``celery -A hetplanner worker -Q <jobs queue>``: runs, sweep chunks, plan stages;
+* ``celery -A hetplanner worker -Q <housekeeping queue> --beat --concurrency 1``: the beat
+  and the reconcilers it schedules, on their own queue so a backlog of jobs never delays
+  them;
+* ``manage.py runserver --noreload HOST:PORT``;
+
+and stops them all on Ctrl-C or SIGTERM, or when any of them exits.
 """
 
 from __future__ import annotations
@@ -47,9 +53,9 @@ def stop_processes(procs: list[subprocess.Popen[bytes]], grace_s: float = STOP_G
 
 
 class Command(BaseCommand):
-    """Serve the dashboard and run a Celery worker until interrupted."""
+    """Serve the dashboard and run the Celery workers until interrupted."""
 
-    help = "Run the web server and a Celery worker (with the reconciler's beat) together."
+    help = "Run the web server, a Celery worker and the housekeeping worker (with beat) together."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default="127.0.0.1", help="Address to serve on.")
@@ -63,23 +69,31 @@ class Command(BaseCommand):
         python = sys.executable
         manage = Path(settings.BASE_DIR) / "manage.py"
         Path(settings.CELERY_BEAT_SCHEDULE_FILENAME).parent.mkdir(parents=True, exist_ok=True)
+        celery = [python, "-m", "celery", "-A", "hetplanner", "worker"]
+        quiet = ["--loglevel", options["loglevel"], "--without-gossip", "--without-mingle"]
         commands = {
             "worker": [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "hetplanner",
-                "worker",
+                *celery,
+                "--queues",
+                settings.CELERY_TASK_DEFAULT_QUEUE,
+                "--concurrency",
+                str(options["concurrency"]),
+                "--hostname",
+                "jobs@%h",
+                *quiet,
+            ],
+            "housekeeping": [
+                *celery,
+                "--queues",
+                settings.HETPLANNER_HOUSEKEEPING_QUEUE,
+                "--concurrency",
+                "1",
+                "--hostname",
+                "housekeeping@%h",
                 "--beat",
                 "--schedule",
                 settings.CELERY_BEAT_SCHEDULE_FILENAME,
-                "--loglevel",
-                options["loglevel"],
-                "--concurrency",
-                str(options["concurrency"]),
-                "--without-gossip",
-                "--without-mingle",
+                *quiet,
             ],
             "web": [
                 python,
@@ -102,8 +116,9 @@ class Command(BaseCommand):
                 # order instead of each of them reacting on its own.
                 procs[name] = subprocess.Popen(cmd, cwd=settings.BASE_DIR, start_new_session=True)
             self.stdout.write(
-                f"Serving http://{options['host']}:{options['port']}/ with a Celery worker "
-                f"(pids {procs['web'].pid}, {procs['worker'].pid}); Ctrl-C stops both."
+                f"Serving http://{options['host']}:{options['port']}/ with a Celery worker and "
+                f"a housekeeping worker (pids {procs['web'].pid}, {procs['worker'].pid}, "
+                f"{procs['housekeeping'].pid}); Ctrl-C stops them all."
             )
             while not stop.wait(0.5):
                 for name, proc in procs.items():
