@@ -9,12 +9,16 @@ Starts, as child processes with the current settings (embedded defaults unless
   them;
 * ``manage.py runserver --noreload HOST:PORT``;
 
-and stops them all on Ctrl-C or SIGTERM, or when any of them exits.
+and stops them all on Ctrl-C, SIGTERM or SIGHUP, or when any of them exits. Each child runs
+in its own session (a Ctrl-C reaches only this command, which stops the children in order)
+and, on Linux, asks the kernel to SIGTERM it when this command dies: a ``kill -9`` of
+runstack, or of ``make run``'s whole process group, leaves no server answering.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -29,6 +33,25 @@ from django.core.management.base import BaseCommand, CommandError
 
 #: Seconds a child gets to exit after SIGTERM before it is killed.
 STOP_GRACE_S = 10.0
+
+#: Signals that stop the stack (SIGHUP: the terminal running ``make run`` went away).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int, sig: int = signal.SIGTERM) -> None:
+    """Ask the kernel to send ``sig`` to this process when its parent (pid ``parent``) dies
+    (Linux ``prctl(PR_SET_PDEATHSIG)``; elsewhere nothing). Meant for ``preexec_fn``: it runs
+    in the child between fork and exec, and the setting survives the exec."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(sig), 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os.kill(os.getpid(), sig)
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
@@ -104,22 +127,29 @@ class Command(BaseCommand):
             ],
         }
         stop = threading.Event()
-        previous = {
-            sig: signal.signal(sig, lambda *_: stop.set())
-            for sig in (signal.SIGINT, signal.SIGTERM)
-        }
+        previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in STOP_SIGNALS}
         procs: dict[str, subprocess.Popen[bytes]] = {}
         exited: tuple[str, int] | None = None
         try:
             for name, cmd in commands.items():
                 # Own session: Ctrl-C reaches only this command, which stops the children in
-                # order instead of each of them reacting on its own.
-                procs[name] = subprocess.Popen(cmd, cwd=settings.BASE_DIR, start_new_session=True)
-            self.stdout.write(
-                f"Serving http://{options['host']}:{options['port']}/ with a Celery worker and "
-                f"a housekeeping worker (pids {procs['web'].pid}, {procs['worker'].pid}, "
-                f"{procs['housekeeping'].pid}); Ctrl-C stops them all."
-            )
+                # order instead of each of them reacting on its own. Being in another session
+                # also means a signal to our process group never reaches them, so each asks
+                # the kernel for a SIGTERM should this command die without stopping them.
+                procs[name] = subprocess.Popen(
+                    cmd,
+                    cwd=settings.BASE_DIR,
+                    start_new_session=True,
+                    preexec_fn=functools.partial(die_with_parent, os.getpid()),
+                )
+                if stop.is_set():  # stopped while starting: stop what is running
+                    break
+            else:
+                self.stdout.write(
+                    f"Serving http://{options['host']}:{options['port']}/ with a Celery worker "
+                    f"and a housekeeping worker (pids {procs['web'].pid}, {procs['worker'].pid}, "
+                    f"{procs['housekeeping'].pid}); Ctrl-C stops them all."
+                )
             while not stop.wait(0.5):
                 for name, proc in procs.items():
                     if proc.poll() is not None:
