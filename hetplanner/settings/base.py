@@ -107,6 +107,19 @@ STORAGES = {
 }
 MEDIA_ROOT = env.path("DJANGO_MEDIA_ROOT", default=str(VAR_DIR / "media"))
 
+# --- Mail (password reset) -------------------------------------------------------------
+# Without a mail server the default prints every message on the server's console (the
+# terminal of `make run`, the web container's log), and the reset pages say so; Django's
+# SMTP default made them say "we've emailed you" while nothing could be sent (issue 16).
+# EMAIL_URL (e.g. smtp+tls://user:password@mail.example.com:587) configures real mail;
+# EMAIL_BACKEND alone picks another backend (e.g. the file backend, into EMAIL_FILE_PATH).
+if env("EMAIL_URL", default=""):
+    vars().update(env.email_url("EMAIL_URL"))
+else:
+    EMAIL_BACKEND = env("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+EMAIL_FILE_PATH = env("EMAIL_FILE_PATH", default=str(VAR_DIR / "mail"))
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="hetplanner@localhost")
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
