@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "simulations",
     "api",
     "frontend",
+    "ops",
 ]
 
 MIDDLEWARE = [
@@ -354,3 +355,9 @@ CELERY_BEAT_SCHEDULE["reconcile-plans"] = {
     "schedule": HETPLANNER_RECONCILE_INTERVAL_S,
     "options": {"expires": HETPLANNER_RECONCILE_INTERVAL_S},
 }
+
+# --- Operations (issue 16): /healthz and manage.py healthcheck ---------------------------
+# Workers and beat write a heartbeat row this often; /healthz (and the compose healthchecks)
+# take a process for dead when its last one is older than the stale limit.
+HETPLANNER_PROCESS_HEARTBEAT_S = env.float("HETPLANNER_PROCESS_HEARTBEAT_S", default=15.0)
+HETPLANNER_PROCESS_STALE_S = env.float("HETPLANNER_PROCESS_STALE_S", default=60.0)

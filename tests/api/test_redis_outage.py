@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from hetplanner.celery import app as celery_app
 from hetplanner.settings.base import cache_settings
 from simulations import services
 from simulations.choices import RunStatus
@@ -27,6 +26,7 @@ from simulations.plans.models import Plan
 from simulations.sweeps import services as sweep_services
 from simulations.sweeps.models import ChunkStatus, SweepChunk
 from tests.core.planner.helpers import small_doc
+from tests.helpers import celery_broker
 
 pytestmark = pytest.mark.django_db
 
@@ -49,26 +49,11 @@ def cache_down(settings: Any, dead_redis_url: str) -> None:
     settings.CACHES = cache_settings(dead_redis_url)
 
 
-def _reset_celery_pools() -> None:
-    # The app caches its connection and producer pools: drop them so the next send
-    # connects to the broker URL in force now.
-    if celery_app._pool is not None:
-        celery_app._pool.force_close_all()
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
-
-
 @pytest.fixture
 def broker_down(dead_redis_url: str) -> Iterator[None]:
     """Point the Celery app at a Redis broker that does not answer."""
-    saved = celery_app.conf.broker_url
-    celery_app.conf.broker_url = dead_redis_url
-    _reset_celery_pools()
-    try:
+    with celery_broker(dead_redis_url):
         yield
-    finally:
-        celery_app.conf.broker_url = saved
-        _reset_celery_pools()
 
 
 @pytest.fixture
