@@ -34,7 +34,9 @@ def broker_check() -> dict[str, Any]:
 
     try:
         with app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=settings.CELERY_BROKER_CONNECTION_TIMEOUT)
+            conn.ensure_connection(
+                max_retries=1, interval_start=0, timeout=settings.CELERY_BROKER_CONNECTION_TIMEOUT
+            )
     except Exception as exc:  # kombu raises many kinds; any of them means "unreachable"
         return {"ok": False, "error": type(exc).__name__}
     return {"ok": True}
