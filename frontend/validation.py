@@ -20,6 +20,7 @@ from django.utils import timezone
 from frontend.models import ValidationReport
 from simulations.core.policies import papers
 from simulations.core.reproduce.base import PAPERS
+from simulations.core.reproduce.basis import grouped, headline, summary
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,9 @@ def request(paper: str) -> bool:
 
 
 def reports() -> list[dict[str, Any]]:
-    """Every paper with its stored report (or none yet), in :data:`PAPERS` order."""
+    """Every paper with its stored report (or none yet), in :data:`PAPERS` order: its checks
+    grouped by basis (``groups``, see :func:`simulations.core.reproduce.basis.grouped`),
+    the counts per basis (``counts``) and the predictions headline (``headline``)."""
     rows = {r.paper: r for r in ValidationReport.objects.all()}
     out = []
     for paper in PAPERS:
@@ -118,7 +121,18 @@ def reports() -> list[dict[str, Any]]:
                 "row": row,
                 "checks": checks,
                 "passed": sum(1 for c in checks if c.get("ok")),
+                "groups": grouped(checks),
+                "counts": summary(checks),
+                "headline": headline(summary(checks)),
                 "busy": busy,
             }
         )
     return out
+
+
+def totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The counts per basis and the predictions headline over every paper of
+    :func:`reports`."""
+    every = [c for e in entries for c in e["checks"]]
+    counts = summary(every)
+    return {"counts": counts, "headline": headline(counts), "groups": grouped(every)}

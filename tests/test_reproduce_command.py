@@ -1,4 +1,5 @@
-"""``manage.py reproduce`` (DESIGN.md §2, §6): JSON and table output, exit status, no database."""
+"""``manage.py reproduce`` (DESIGN.md §2, §6): JSON and table output grouped by basis, the
+summary, the exit status (0 unless ``--strict``), no database."""
 
 from __future__ import annotations
 
@@ -17,19 +18,37 @@ from django.core.management.base import CommandError
 from simulations.management.commands import reproduce as cmd
 
 REPO = Path(__file__).resolve().parent.parent
-KEYS = {"id", "quantity", "unit", "paper_value", "simulated", "rel_err", "tolerance", "ok"}
+KEYS = {
+    "id",
+    "quantity",
+    "unit",
+    "paper_value",
+    "simulated",
+    "rel_err",
+    "tolerance",
+    "ok",
+    "basis",
+    "basis_why",
+    "discriminating",
+}
 
 
-def run(*args: str) -> tuple[str, CommandError | None]:
-    out = io.StringIO()
+def run(*args: str) -> tuple[str, int]:
+    """stdout and the exit status of ``reproduce args`` (stderr is :func:`run_err`'s)."""
+    out, _, status = run_err(*args)
+    return out, status
+
+
+def run_err(*args: str) -> tuple[str, str, int]:
+    out, err = io.StringIO(), io.StringIO()
     try:
-        call_command("reproduce", *args, stdout=out)
-    except CommandError as exc:
-        return out.getvalue(), exc
-    return out.getvalue(), None
+        call_command("reproduce", *args, stdout=out, stderr=err)
+    except SystemExit as exc:
+        return out.getvalue(), err.getvalue(), int(exc.code or 0)
+    return out.getvalue(), err.getvalue(), 0
 
 
-def fake(paper: str, ok: bool = True) -> dict[str, Any]:
+def fake(paper: str, ok: bool = True, **extra: Any) -> dict[str, Any]:
     check = {
         "id": f"{paper}.x.y",
         "quantity": "a quantity",
@@ -40,21 +59,79 @@ def fake(paper: str, ok: bool = True) -> dict[str, Any]:
         "tolerance": 0.05,
         "ok": ok,
         "note": "why",
+        "basis": "prediction",
+        "basis_why": "nothing fitted",
+        "discriminating": True,
+        **extra,
     }
     return {"paper": paper, "checks": [check]}
 
 
-def test_json_is_the_design_document_and_failures_set_the_exit_status() -> None:
+def test_json_is_the_design_document_with_a_basis_and_misses_exit_0() -> None:
     """Runs without the database (no django_db mark: any query would error)."""
-    out, err = run("glitches", "--format", "json")
+    out, status = run("glitches", "--format", "json")
     doc = json.loads(out)
     assert doc["paper"] == "glitches"
     assert len(doc["checks"]) >= 68
     assert all(set(c) >= KEYS for c in doc["checks"])
-    failed = [c["id"] for c in doc["checks"] if not c["ok"]]
-    assert (err is not None) == bool(failed)
-    if err is not None:
-        assert err.returncode == 1 and failed[0] in str(err)
+    assert {c["basis"] for c in doc["checks"]} == {"prediction", "calibration", "input"}
+    assert any(not c["ok"] for c in doc["checks"])  # GLITCHES' GPU decode powers miss
+    assert status == 0
+
+
+def test_strict_exits_1_naming_the_misses_without_a_traceback() -> None:
+    out, err, status = run_err("glitches", "--format", "json", "--strict")
+    failed = [c["id"] for c in json.loads(out)["checks"] if not c["ok"]]
+    assert failed and status == 1
+    assert "outside tolerance" in err and failed[0] in err
+    assert "Traceback" not in err and "CommandError" not in err
+
+
+def test_strict_exits_0_when_every_check_is_within(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cmd, "reproduce", lambda paper: fake(paper))
+    _, status = run("neo", "--strict")
+    assert status == 0
+
+
+def test_json_prints_the_summary_by_basis_on_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cmd, "reproduce", lambda paper: fake(paper))
+    out, err, _ = run_err("all", "--format", "json")
+    json.loads(out)  # stdout stays one JSON document
+    assert "Summary by basis" in err
+    assert "predictions within tolerance: 4 of 4" in err
+
+
+def test_table_groups_checks_by_basis_under_the_predictions_headline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    doc = fake("h2m2")
+    base = doc["checks"][0]
+    doc["checks"] = [
+        {**base, "id": "h2m2.fig1.pred_ok"},
+        {**base, "id": "h2m2.fig1.pred_off", "ok": False},
+        {**base, "id": "h2m2.fig1.no_effect", "unit": "x", "discriminating": False},
+        {**base, "id": "h2m2.fig1.fitted", "basis": "calibration", "basis_why": "fit X"},
+        {**base, "id": "h2m2.fig1.echo", "basis": "input", "basis_why": "catalog Y"},
+    ]
+    monkeypatch.setattr(cmd, "reproduce", lambda paper: doc)
+    out, status = run("h2m2")
+    assert status == 0
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "predictions within tolerance: 1 of 2" in " ".join(lines[:3])
+    order = [
+        out.index("Predictions (nothing fitted"),
+        out.index("fig1.pred_ok"),
+        out.index("Predictions that would also pass"),
+        out.index("fig1.no_effect"),
+        out.index("Calibration ("),
+        out.index("fig1.fitted"),
+        out.index("Inputs ("),
+        out.index("fig1.echo"),
+        out.index("Summary by basis"),
+    ]
+    assert order == sorted(order)
+    assert "basis: fit X" in out and "would also pass at no effect" in out
 
 
 def test_table_fits_eighty_columns_and_shows_every_check() -> None:
@@ -62,22 +139,23 @@ def test_table_fits_eighty_columns_and_shows_every_check() -> None:
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80
     assert "table1.a100.prefill_ms" in out and "fig9.best_ratio" in out
-    assert lines[0].startswith("GLITCHES:")
+    assert lines[0].startswith("GLITCHES: predictions within tolerance:")
 
 
 def test_all_prints_a_list_of_per_paper_documents(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cmd, "reproduce", lambda paper: fake(paper))
-    out, err = run("all", "--format", "json")
-    assert err is None
+    out, status = run("all", "--format", "json")
+    assert status == 0
     docs = json.loads(out)
     assert [d["paper"] for d in docs] == ["glitches", "neo", "heterollm", "h2m2"]
 
 
-def test_non_finite_values_print_as_null_and_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_non_finite_values_print_as_null_and_miss(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cmd, "reproduce", lambda paper: fake(paper, ok=False))
-    out, err = run("neo", "--format", "json")
+    out, status = run("neo", "--format", "json")
     assert json.loads(out)["checks"][0]["simulated"] is None
-    assert err is not None and err.returncode == 1
+    assert status == 0
+    assert run("neo", "--format", "json", "--strict")[1] == 1
 
 
 def test_table_marks_failures_and_wraps_notes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,16 +172,24 @@ def test_unknown_paper_is_rejected() -> None:
         call_command("reproduce", "nope")
 
 
-def test_command_line_exit_status_matches_the_checks() -> None:
+def test_command_line_exits_0_on_misses_and_1_with_strict_without_a_traceback() -> None:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "hetplanner.settings.test"}
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "reproduce", "glitches", "--format", "json"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    doc = json.loads(proc.stdout)
-    assert proc.returncode == (0 if all(c["ok"] for c in doc["checks"]) else 1)
+
+    def command(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "manage.py", "reproduce", "glitches", "--format", "json", *extra],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    plain = command()
+    doc = json.loads(plain.stdout)
+    assert not all(c["ok"] for c in doc["checks"])
+    assert plain.returncode == 0 and "Summary by basis" in plain.stderr
+    strict = command("--strict")
+    assert strict.returncode == 1
+    assert "outside tolerance" in strict.stderr and "Traceback" not in strict.stderr

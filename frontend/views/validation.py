@@ -29,7 +29,11 @@ def validation_page(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "frontend/validation.html",
-        {"papers": papers, "busy": any(p["busy"] for p in papers)},
+        {
+            "papers": papers,
+            "totals": validation.totals(papers),
+            "busy": any(p["busy"] for p in papers),
+        },
     )
 
 

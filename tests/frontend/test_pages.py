@@ -115,6 +115,32 @@ def test_a_trace_upload_is_parsed_and_charted(alice_client: Any, seeded: Any) ->
     assert sum(rates["y"]) * (rates["x"][1] - rates["x"][0]) == pytest.approx(4)
 
 
+def test_a_large_trace_upload_shows_its_parse_status_then_its_error(
+    alice_client: Any, seeded: Any, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from unittest import mock
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from simulations import tasks
+
+    settings.HETPLANNER_TRACE_ASYNC_BYTES = 64
+    bad = TRACE_CSV + "2023-11-16 18:17:00.0,-5,10\n"
+    upload = SimpleUploadedFile("t.csv", bad.encode(), content_type="text/csv")
+    with django_capture_on_commit_callbacks(execute=False):
+        response = alice_client.post("/traces/upload/", {"slug": "later", "file": upload})
+    assert response.status_code == 302
+    page = alice_client.get("/traces/later/").content.decode()
+    assert 'data-parse-status="queued"' in page and "Queued for parsing" in page
+    listing = alice_client.get("/workloads/").content.decode()
+    assert "Queued for parsing" in listing
+    with mock.patch.object(tasks, "close_old_connections"):
+        tasks.parse_trace.apply(args=[Trace.objects.get(slug="later").pk])
+    page = alice_client.get("/traces/later/").content.decode()
+    assert 'data-parse-status="failed"' in page
+    assert "line 6" in page.split('id="trace-parse-error"', 1)[1][:600]
+
+
 def test_a_broken_trace_is_refused_naming_the_line(alice_client: Any, seeded: Any) -> None:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -141,6 +167,49 @@ def test_the_validation_page_shows_published_beside_reproduced(
     fig = figures(html)["validation-heterollm"]
     assert len(fig["data"][0]["x"]) == len([c for c in checks if c["paper_value"]])
     assert "Not computed yet" in html.split('id="paper-neo"', 1)[1].split("</section>", 1)[0]
+
+
+def test_the_validation_page_groups_checks_by_basis_with_counts_and_the_headline(
+    alice_client: Any, seeded: Any
+) -> None:
+    row = validation.compute("heterollm")
+    checks = row.document["checks"]
+    html = alice_client.get("/validation/").content.decode()
+    section = html.split('id="paper-heterollm"', 1)[1].split("</section>", 1)[0]
+    predictions = [c for c in checks if c["basis"] == "prediction" and c["discriminating"]]
+    ok = sum(1 for c in predictions if c["ok"])
+    assert f"Predictions within tolerance: {ok} of {len(predictions)}" in section
+    for basis in ("prediction", "non_discriminating", "calibration", "input"):
+        group = section.split(f'data-basis="{basis}" id="group-heterollm-{basis}"', 1)[1]
+        group = group.split("</tbody>", 1)[0]
+        if basis == "non_discriminating":
+            members = [c for c in checks if c["basis"] == "prediction" and not c["discriminating"]]
+        elif basis == "prediction":
+            members = predictions
+        else:
+            members = [c for c in checks if c["basis"] == basis]
+        assert members, basis
+        assert group.count('class="check ') == len(members), basis
+        within = sum(1 for c in members if c["ok"])
+        assert f"{within} of {len(members)} within tolerance" in group, basis
+    marked = section.count("passes at no effect</span>")
+    assert marked == sum(1 for c in checks if not c["discriminating"])
+    totals = html.split('id="validation-totals"', 1)[1].split("</section>", 1)[0]
+    assert f"predictions within tolerance: {ok} of {len(predictions)}" in totals
+
+
+def test_a_report_stored_before_checks_had_a_basis_shows_them_unlabelled(
+    alice_client: Any, seeded: Any
+) -> None:
+    ValidationReport.objects.create(
+        paper="h2m2",
+        status=ValidationReport.Status.READY,
+        document={"paper": "h2m2", "checks": [{"id": "h2m2.fig6.old", "ok": True}]},
+    )
+    html = alice_client.get("/validation/").content.decode()
+    section = html.split('id="paper-h2m2"', 1)[1].split("</section>", 1)[0]
+    assert "Unlabelled (computed before checks carried a basis)" in section
+    assert "predictions within tolerance: 0 of 0" in html
 
 
 def test_only_staff_queue_a_recomputation(alice_client: Any, client: Any, staff: Any) -> None:

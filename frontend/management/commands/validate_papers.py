@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from frontend.validation import compute
 from simulations.core.reproduce.base import PAPERS
+from simulations.core.reproduce.basis import headline, summary
 
 
 class Command(BaseCommand):
@@ -32,7 +33,8 @@ class Command(BaseCommand):
             ok = sum(1 for c in checks if c.get("ok"))
             if row.status == row.Status.READY:
                 self.stdout.write(
-                    f"{paper}: {ok}/{len(checks)} checks within tolerance ({row.seconds:.1f} s)"
+                    f"{paper}: {headline(summary(checks))}; {ok}/{len(checks)} checks in all "
+                    f"within tolerance ({row.seconds:.1f} s)"
                 )
             else:
                 self.stderr.write(f"{paper}: failed: {row.error}")

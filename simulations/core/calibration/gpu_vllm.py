@@ -37,6 +37,7 @@ compares with the file.
 from __future__ import annotations
 
 import csv
+import math
 import sys
 from collections.abc import Sequence
 from functools import cache
@@ -119,6 +120,10 @@ def fit_error() -> dict[str, float]:
     return {k: round_sig(float(v)) for k, v in figures.items() if v is not None}
 
 
+#: How far a stored hold-out figure may sit from this machine's (see calibration_differences).
+HOLDOUT_REL_TOL = 0.1
+
+
 def calibration_differences() -> list[str]:
     """How the catalog's calibration block differs from this fit (empty: it matches)."""
     info = structure().calibration
@@ -128,7 +133,13 @@ def calibration_differences() -> list[str]:
     if OPERATORS.stem not in info.measurement_sets:
         bad.append(f"calibration.measurement_sets lacks {OPERATORS.stem}")
     for key, value in fit_error().items():
-        if info.fit_error.get(key) != value:
+        stored = info.fit_error.get(key)
+        # Hold-out folds that drop a whole token count leave a flat valley, and where in it
+        # least squares stops depends on the BLAS kernel: OpenBLAS's SkylakeX kernels give a
+        # hold-out MAPE of 13.25 %, its Haswell/Zen ones 13.91 % (same data, same code). The
+        # in-sample figures are well determined and must match to four digits.
+        tol = HOLDOUT_REL_TOL if key.startswith("holdout") else 0.0
+        if stored is None or not math.isclose(stored, value, rel_tol=tol, abs_tol=1e-12):
             bad.append(
                 f"calibration.fit_error.{key}: fitted {value}, catalog {info.fit_error.get(key)}"
             )

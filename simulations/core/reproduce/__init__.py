@@ -2,16 +2,24 @@
 each paper's targets and runners in its policy package."""
 
 from .base import PAPERS, BoundCheck, Check, check, reproduce, runner
+from .basis import BASES, GROUPS, basis_of, fitted_by_scripts, grouped, headline, summary
 from .targets import PaperTargets, Target, load_targets
 
 __all__ = [
+    "BASES",
+    "GROUPS",
     "PAPERS",
     "BoundCheck",
     "Check",
     "PaperTargets",
     "Target",
+    "basis_of",
     "check",
+    "fitted_by_scripts",
+    "grouped",
+    "headline",
     "load_targets",
     "reproduce",
     "runner",
+    "summary",
 ]

@@ -12,11 +12,12 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Self
 
 from simulations.core.policies import get_paper, papers
 
+from .basis import NO_EFFECT, basis_of, is_ratio
 from .targets import Target, load_targets
 
 #: The registered papers, in their order (``reproduce all``, the validation page).
@@ -29,7 +30,9 @@ class Check:
 
     ``tolerance`` is relative (0.05 = ±5 %) unless ``abs_tolerance`` is true (then it is in
     ``unit``). ``note`` explains the assumptions behind the figure and, where it misses,
-    why (what the paper leaves unstated, which choice was made).
+    why (what the paper leaves unstated, which choice was made). ``basis`` says what kind
+    of evidence the check is (``"prediction"``, ``"calibration"`` or ``"input"``, see
+    :mod:`.basis`) and ``basis_why`` on what fit or catalog value that rests.
     """
 
     id: str
@@ -41,6 +44,8 @@ class Check:
     abs_tolerance: bool = False
     note: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    basis: str = "prediction"
+    basis_why: str = ""
 
     @property
     def rel_err(self) -> float:
@@ -58,6 +63,12 @@ class Check:
             return abs(self.simulated - self.paper_value) <= self.tolerance + 1e-12
         return abs(self.rel_err) <= self.tolerance + 1e-12
 
+    @property
+    def discriminating(self) -> bool:
+        """False for a ratio check that would also pass at "no effect" (a simulated 1.0
+        within its tolerance or bound): passing it does not show the mechanism."""
+        return not (is_ratio(self.unit) and replace(self, simulated=NO_EFFECT).ok)
+
     @classmethod
     def of_target(
         cls,
@@ -68,7 +79,8 @@ class Check:
         **extra: Any,
     ) -> Self:
         """The check of ``simulated`` against the published figure ``t`` (its id, quantity,
-        unit, value and tolerance); ``extra`` are a subclass's own fields."""
+        unit, value, tolerance and basis); ``extra`` are a subclass's own fields."""
+        basis, basis_why = basis_of(t)
         return cls(
             id=t.id,
             quantity=t.quantity,
@@ -79,6 +91,8 @@ class Check:
             abs_tolerance=t.abs_tolerance,
             note=note,
             details={} if details is None else details,
+            basis=basis,
+            basis_why=basis_why,
             **extra,
         )
 
@@ -87,6 +101,7 @@ class Check:
         d = asdict(self)
         d["rel_err"] = self.rel_err
         d["ok"] = self.ok
+        d["discriminating"] = self.discriminating
         return d
 
 

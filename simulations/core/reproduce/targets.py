@@ -14,6 +14,9 @@ Each paper package holds one ``targets.toml`` (see ``docs/architecture.md``)::
     source = "GLITCHES Table I"
     bound = "upper"                  # optional: the paper gives a bound, not a value
     note = "{per}; {frag[cal_gpu]}"  # the check's note, a template
+    basis = "calibration"            # optional, see below
+    basis_why = "..."                # one sentence: which fit, which catalog value
+    catalog = ["device:a100-80gb:fp16_tflops"]   # "input" targets only: what is echoed
 
 Ids follow one scheme: ``<paper>.<figure>.<what>`` with ``<figure>`` one of ``fig<N>``
 (optionally a panel letter), ``table<N>`` or ``text`` (a figure printed in the prose). A
@@ -23,6 +26,13 @@ note is a :meth:`str.format` template: the runner supplies the modelled values i
 Targets are *targets*: runners compare simulated values against them and calibration scripts
 fit runtime profiles to measured ones (a fitted figure is labelled a calibration target in
 its note); no cost model reads them.
+
+Every check says what kind of evidence it is (:mod:`.basis`): a *prediction* (the default:
+nothing was fitted to the figure), *calibration* (a parameter was fitted to it, or it is
+arithmetic on fitted figures and catalog inputs only) or an *input* (a catalog value
+compared with itself; ``catalog`` names the values whose product the check prints, each
+``device:<slug>:<field>`` or ``runtime:<slug>:<field>``, ``params.<name>`` for a param). A
+target that a calibration script fits (its ``FITS``) is calibration whatever the file says.
 """
 
 from __future__ import annotations
@@ -59,6 +69,15 @@ class Target:
     #: ``"upper"``/``"lower"`` when the paper gives a bound ("less than 60 %"): the check
     #: passes at or below (above) the value, whatever the tolerance.
     bound: str = ""
+    #: ``"prediction"``, ``"calibration"`` or ``"input"`` as the file declares it; empty
+    #: leaves it to :func:`.basis.basis_of` (calibration when a script fits it, else
+    #: prediction).
+    basis: str = ""
+    #: One sentence: which fit or which catalog value the basis rests on.
+    basis_why: str = ""
+    #: For an ``"input"`` target: the catalog values (``device:<slug>:<field>``,
+    #: ``runtime:<slug>:<field>``) whose product the check prints.
+    catalog: tuple[str, ...] = ()
 
     @property
     def paper(self) -> str:
@@ -136,6 +155,8 @@ def parse_targets(paper: str, text: str, origin: str = "targets.toml") -> PaperT
     for i, entry in enumerate(data.get("target", [])):
         where = f"{origin}: target[{i}]"
         try:
+            if "catalog" in entry:
+                entry = {**entry, "catalog": tuple(entry["catalog"])}
             t = Target(**entry)
         except TypeError as exc:
             raise ValueError(f"{where}: {exc}") from None
@@ -147,6 +168,12 @@ def parse_targets(paper: str, text: str, origin: str = "targets.toml") -> PaperT
             raise ValueError(f"{where}: value and a tolerance >= 0 are required")
         if t.bound not in ("", "upper", "lower"):
             raise ValueError(f"{where}: bound must be 'upper' or 'lower'")
+        if t.basis not in ("", "prediction", "calibration", "input"):
+            raise ValueError(f"{where}: basis must be 'prediction', 'calibration' or 'input'")
+        if t.basis in ("calibration", "input") and not t.basis_why:
+            raise ValueError(f"{where}: a {t.basis} target needs basis_why (which fit/value)")
+        if (t.basis == "input") != bool(t.catalog):
+            raise ValueError(f"{where}: catalog names the values of an 'input' target only")
         targets[t.id] = t
     fragments = dict(data.get("fragments", {}))
     return PaperTargets(paper, targets, fragments)

@@ -14,7 +14,7 @@ Points: Fig. 13 is read at the lengths §5.2.1 names (32, 64, 256, 1024; "on ave
 the mean over the four models at those lengths), Fig. 14 at the misaligned lengths §5.2.2
 names (135, 525, 1000), Figs. 16–17 at a 256-token prompt (their captions), Fig. 15 at 64,
 256 and 1024 tokens (its caption) and Fig. 19 at 256 tokens on Llama-8B (its caption).
-Tolerance: ±15 % on absolute speeds and on relative gains.
+Tolerances: ±5 % on absolute speeds, bandwidths and power, ±10 % on ratios (targets.toml).
 
 Not reproduced: Fig. 18 (interference with a game's rendering) — the core has no model of
 a GPU shared with graphics work; the MNN, llama.cpp and MLC baselines of Figs. 13 and 16 —

@@ -59,6 +59,34 @@ DESIGN = {
 FIELD_KEYS = ("compute_eff", "bw_eff")
 #: Context lengths of Fig. 9 (decode steps with this many cached tokens).
 FIG9_SEQS = (128, 1024)
+#: The GLITCHES targets this script fits (read by simulations.core.reproduce.basis: their
+#: checks are calibration, never predictions).
+FITS = {
+    "glitches.table1.u280.prefill_ms": (
+        "flightllm-w4a8's compute_eff, bw_eff and ld_overhead_cycles are fitted to the "
+        "two U280 Table I latencies and the two Fig. 9 speedups at once."
+    ),
+    "glitches.table1.u280.decode_ms": (
+        "flightllm-w4a8's compute_eff, bw_eff and ld_overhead_cycles are fitted to the "
+        "two U280 Table I latencies and the two Fig. 9 speedups at once."
+    ),
+    "glitches.fig9.speedup_seq128": (
+        "flightllm-w4a8's compute_eff, bw_eff and ld_overhead_cycles are fitted to the "
+        "two U280 Table I latencies and the two Fig. 9 speedups at once."
+    ),
+    "glitches.fig9.speedup_seq1024": (
+        "flightllm-w4a8's compute_eff, bw_eff and ld_overhead_cycles are fitted to the "
+        "two U280 Table I latencies and the two Fig. 9 speedups at once."
+    ),
+    "glitches.table1.u280.prefill_w": (
+        "flightllm-w4a8's constant power_w is the least-squares value of the two U280 "
+        "Table I powers."
+    ),
+    "glitches.table1.u280.decode_w": (
+        "flightllm-w4a8's constant power_w is the least-squares value of the two U280 "
+        "Table I powers."
+    ),
+}
 
 
 def structure() -> RuntimeProfile:

@@ -63,6 +63,42 @@ BW_EFF_BOUND = 1.0
 
 LATENCY_KEYS = ("compute_eff", "bw_eff", "kernel_launch_us")
 POWER_KEYS = ("power_compute_frac", "power_memory_frac", "power_wait_frac")
+#: The GLITCHES targets this script fits (read by simulations.core.reproduce.basis: their
+#: checks are calibration, never predictions).
+FITS = {
+    "glitches.table1.a100.prefill_ms": (
+        "hf-eager-fp16's compute_eff, bw_eff and kernel_launch_us are fitted to the four "
+        "Table I A100/V100S latencies at once."
+    ),
+    "glitches.table1.a100.decode_ms": (
+        "hf-eager-fp16's compute_eff, bw_eff and kernel_launch_us are fitted to the four "
+        "Table I A100/V100S latencies at once."
+    ),
+    "glitches.table1.a100.prefill_w": (
+        "hf-eager-fp16's three power fractions of TDP are fitted to the four Table I "
+        "A100/V100S powers at once."
+    ),
+    "glitches.table1.a100.decode_w": (
+        "hf-eager-fp16's three power fractions of TDP are fitted to the four Table I "
+        "A100/V100S powers at once."
+    ),
+    "glitches.table1.v100s.prefill_ms": (
+        "hf-eager-fp16's compute_eff, bw_eff and kernel_launch_us are fitted to the four "
+        "Table I A100/V100S latencies at once."
+    ),
+    "glitches.table1.v100s.decode_ms": (
+        "hf-eager-fp16's compute_eff, bw_eff and kernel_launch_us are fitted to the four "
+        "Table I A100/V100S latencies at once."
+    ),
+    "glitches.table1.v100s.prefill_w": (
+        "hf-eager-fp16's three power fractions of TDP are fitted to the four Table I "
+        "A100/V100S powers at once."
+    ),
+    "glitches.table1.v100s.decode_w": (
+        "hf-eager-fp16's three power fractions of TDP are fitted to the four Table I "
+        "A100/V100S powers at once."
+    ),
+}
 
 
 def structure() -> RuntimeProfile:

@@ -32,6 +32,9 @@ from simulations.core.spec import MemoryTier
 RUNTIME = "ispc-paged-attention-cpu"
 SOCKET_DDR4_3200_GBPS = 204.8  # datasheets.json spec_EPYC-Rome/Milan-8ch-DDR4-3200 (uncertain)
 SAPPHIRE_RAPIDS_SOCKET_GBPS = 8 * 4800e6 * 8 / 1e9  # formula; datasheets.json: NOT FOUND
+#: The Neo targets this script fits: none (see the module docstring; read by
+#: simulations.core.reproduce.basis).
+FITS: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
