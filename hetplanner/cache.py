@@ -41,6 +41,29 @@ UNREACHABLE: tuple[type[BaseException], ...] = (
 T = TypeVar("T")
 
 
+class _Outage:
+    """The state of one Redis location's outage in this process, shared by every thread.
+
+    Django builds one cache object per thread (and runserver a thread per request), so the
+    state lives here rather than on the cache object: one warning per outage per process,
+    and one attempt per ``retry_after_s`` however many threads serve requests.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.down_until = 0.0
+        self.down_since: float | None = None
+
+
+_outages: dict[str, _Outage] = {}
+_outages_lock = threading.Lock()
+
+
+def _outage_for(location: str) -> _Outage:
+    with _outages_lock:
+        return _outages.setdefault(location, _Outage())
+
+
 class FailoverRedisCache(RedisCache):
     """:class:`RedisCache` that falls back to a local in-process cache during an outage.
 
@@ -54,25 +77,25 @@ class FailoverRedisCache(RedisCache):
         self.retry_after_s = float(options.pop("RETRY_AFTER_S", 5.0))
         params["OPTIONS"] = options
         super().__init__(server, params)
-        # Room for every user's throttle counters (LocMemCache culls past MAX_ENTRIES).
+        # Room for every user's throttle counters (LocMemCache culls past MAX_ENTRIES). Its
+        # storage is per process and name, so every thread's cache object shares it.
         local_params = {**params, "OPTIONS": {"MAX_ENTRIES": 100_000}}
         self.local = LocMemCache(f"failover:{server}", local_params)
-        self._lock = threading.Lock()
-        self._down_until = 0.0
-        self._down_since: float | None = None
+        self._outage = _outage_for(str(server))
 
     # --- outage bookkeeping -------------------------------------------------------------
 
     def redis_down(self) -> bool:
         """True while Redis is being skipped after a failure."""
-        return time.monotonic() < self._down_until
+        return time.monotonic() < self._outage.down_until
 
     def _failed(self, exc: BaseException) -> None:
-        with self._lock:
-            first = self._down_since is None
+        outage = self._outage
+        with outage.lock:
+            first = outage.down_since is None
             if first:
-                self._down_since = time.monotonic()
-            self._down_until = time.monotonic() + self.retry_after_s
+                outage.down_since = time.monotonic()
+            outage.down_until = time.monotonic() + self.retry_after_s
         if first:
             logger.warning(
                 "Redis cache unreachable (%s); serving from the local in-process cache, "
@@ -82,10 +105,11 @@ class FailoverRedisCache(RedisCache):
             )
 
     def _answered(self) -> None:
-        if self._down_since is None:
+        outage = self._outage
+        if outage.down_since is None:
             return
-        with self._lock:
-            since, self._down_since = self._down_since, None
+        with outage.lock:
+            since, outage.down_since = outage.down_since, None
         if since is not None:
             logger.warning(
                 "Redis cache reachable again after %.0f s; the local cache is no longer used",

@@ -8,6 +8,7 @@ import logging
 import shutil
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -110,3 +111,25 @@ def test_after_a_failure_redis_is_not_asked_again_until_the_retry_interval(
     cache.set("k", 2)
     assert cache.get("k") == 2  # from the local cache
     assert not Redis(port=redis_server.port).exists(cache.make_and_validate_key("k"))
+
+
+def test_an_outage_is_shared_by_every_thread_of_the_process_and_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Django builds one cache object per thread (runserver: a thread per request).
+    port = unused_port()
+    caches: list[FailoverRedisCache] = []
+
+    def request(n: int) -> None:
+        cache = make_cache(port, retry_after_s=3600)
+        caches.append(cache)
+        cache.incr("hits") if cache.get("hits") is not None else cache.add("hits", 0)
+
+    with caplog.at_level(logging.WARNING, logger="hetplanner.cache"):
+        for n in range(5):
+            thread = threading.Thread(target=request, args=(n,))
+            thread.start()
+            thread.join()
+    assert len([r for r in caplog.records if "unreachable" in r.getMessage()]) == 1
+    assert all(cache.redis_down() for cache in caches)
+    assert caches[-1].get("hits") == 4  # one count per thread, in the shared local cache
