@@ -59,7 +59,7 @@ from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.hf_config import model_spec_from_hf_config
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile, ScenarioSpec, WorkloadSpec
 from simulations.core.traces import check_azure_header, count_rows_upto, parse_azure_trace
-from simulations.jobs import resend_lost, stale_before
+from simulations.jobs import mark_unsent, resend_lost, stale_before
 from simulations.models import (
     Device,
     LLMModel,
@@ -828,6 +828,7 @@ def _enqueue(run_id: int) -> None:
         run_simulation.delay(run_id)
     except Exception:
         logger.exception("could not queue run %s; the reconciler will retry", run_id)
+        mark_unsent(SimulationRun, [run_id], queued={"status": RunStatus.QUEUED})
 
 
 def _event(run_id: int, kind: RunEventKind, attempt: int, message: str = "") -> None:

@@ -38,6 +38,7 @@ from simulations.jobs import (
     chunk_claim_row,
     chunk_heartbeat_row,
     chunk_release_row,
+    mark_unsent,
     requeue_stale,
     resend_lost,
     stale_before,
@@ -86,6 +87,7 @@ def _enqueue_stage(plan_id: int) -> None:
         advance_plan.delay(plan_id)
     except Exception:
         logger.exception("could not queue plan %s; the reconciler will retry", plan_id)
+        mark_unsent(Plan, [plan_id], queued={"stage_status": Stage.QUEUED})
 
 
 def _enqueue_chunks(chunk_ids: Sequence[int]) -> None:
@@ -100,6 +102,7 @@ def _enqueue_chunks(chunk_ids: Sequence[int]) -> None:
         group(run_plan_chunk.si(cid) for cid in chunk_ids).apply_async()
     except Exception:
         logger.exception("could not queue plan chunks %s; the reconciler will retry", chunk_ids)
+        mark_unsent(PlanChunk, chunk_ids, queued={"status": ChunkStatus.QUEUED})
 
 
 # --- create, validate, cancel ------------------------------------------------------------------
