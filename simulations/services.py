@@ -522,6 +522,7 @@ def trace_import(
         visibility=visibility,
         parse_status=TraceParseStatus.QUEUED,
         upload_text=text,
+        enqueued_at=timezone.now(),
     )
     row.full_clean(exclude=["upload_text"])
     with transaction.atomic():
@@ -646,7 +647,8 @@ def _enqueue_trace_parse(trace_id: int) -> None:
     try:
         parse_trace.delay(trace_id)
     except Exception:
-        logger.exception("could not queue the parse of trace %s", trace_id)
+        logger.exception("could not queue the parse of trace %s; the reconciler resends", trace_id)
+        mark_unsent(Trace, [trace_id], queued={"parse_status": TraceParseStatus.QUEUED})
 
 
 def trace_parse_claim(
@@ -684,6 +686,33 @@ def trace_parse_claim(
         parse_started_at=now,
     )
     return attempts + 1 if changed else None
+
+
+def traces_reconcile(*, now: datetime | None = None, limit: int = 500) -> ReconcileReport:
+    """Re-send the parse of uploaded traces whose message may be lost: queued and never sent
+    (the broker refused it) or sent more than ``HETPLANNER_QUEUED_STALE_S`` ago, and running
+    past the task time limit (its worker died; :func:`trace_parse_claim` lets a new
+    delivery take it over). A duplicate message is harmless: the claim is conditional."""
+    now = now or timezone.now()
+    report = ReconcileReport()
+    report.resent = resend_lost(
+        Trace,
+        Q(),
+        queued={"parse_status": TraceParseStatus.QUEUED},
+        now=now,
+        limit=limit,
+        enqueue=_enqueue_trace_parse,
+    )
+    lost_before = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    lost = Trace.objects.filter(
+        parse_status=TraceParseStatus.RUNNING, parse_started_at__lt=lost_before
+    ).filter(Q(enqueued_at__lt=lost_before) | Q(enqueued_at__isnull=True))
+    for pk, sent in lost.values_list("pk", "enqueued_at")[:limit]:
+        with transaction.atomic():
+            if Trace.objects.filter(pk=pk, enqueued_at=sent).update(enqueued_at=now):
+                transaction.on_commit(lambda pk=pk: _enqueue_trace_parse(pk))
+                report.resent.append(pk)
+    return report
 
 
 def trace_parse_run(trace_id: int, attempt: int) -> str:

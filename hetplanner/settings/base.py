@@ -285,6 +285,11 @@ HETPLANNER_MAX_TOKENS_PER_USER = env.int("HETPLANNER_MAX_TOKENS_PER_USER", defau
 # files and are capped by MAX_TRACE_BYTES in the services instead.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("HETPLANNER_MAX_BODY_BYTES", default=2 * 1024 * 1024)
 
+CELERY_BEAT_SCHEDULE["reconcile-traces"] = {
+    "task": "simulations.reconcile_traces",
+    "schedule": HETPLANNER_RECONCILE_INTERVAL_S,
+    "options": {"expires": HETPLANNER_RECONCILE_INTERVAL_S},
+}
 CELERY_BEAT_SCHEDULE["reconcile-sweeps"] = {
     "task": "simulations.reconcile_sweeps",
     "schedule": HETPLANNER_RECONCILE_INTERVAL_S,
