@@ -49,6 +49,7 @@ from simulations.services import (
     _document_size_check,
     _json_safe,
     trace_references_set,
+    visible_runtimes,
     visible_traces,
 )
 
@@ -112,7 +113,7 @@ def plan_validate(document: Any, *, user: Any = None) -> PlanSpec:
     """
     _document_size_check(document)
     traces = traces_from_db(trace_names(document), visible_traces(user))
-    return parse_plan(document, catalog_from_db(), traces=traces)
+    return parse_plan(document, catalog_from_db(visible_runtimes(user)), traces=traces)
 
 
 def plan_create(*, spec: Any, owner: Any) -> Plan:
