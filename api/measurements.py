@@ -194,7 +194,7 @@ class MeasurementSetViewSet(
     JSON ``text``) or JSON ``rows``; bad rows answer 400 naming line and column."""
 
     lookup_field = "slug"
-    lookup_value_regex = r"[a-z0-9][a-z0-9_-]*"
+    lookup_value_regex = r"[a-z0-9][a-z0-9._-]*"
     parser_classes = [BoundedJSONParser, BoundedMultiPartParser]
 
     def get_queryset(self) -> QuerySet[MeasurementSet]:

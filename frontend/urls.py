@@ -69,7 +69,7 @@ urlpatterns = [
     # measurement sets and calibration (issue 18)
     path("calibrate/", calibration.calibrate, name="calibrate"),
     path("measurements/import/", calibration.measurement_import, name="measurement_import"),
-    path("measurements/<slug:slug>/", calibration.measurement_detail, name="measurement_detail"),
+    path("measurements/<str:slug>/", calibration.measurement_detail, name="measurement_detail"),
     path("calibrations/<int:pk>/", calibration.calibration_detail, name="calibration_detail"),
     path("calibrations/<int:pk>/save/", calibration.calibration_save, name="calibration_save"),
     # validation and tokens

@@ -164,8 +164,10 @@ class RuntimeProfileAdmin(CatalogEditorAdmin):
         "compute_eff",
         "bw_eff",
         "default_for_kind",
+        "visibility",
+        "owner",
     )
-    list_filter = ("device_kind", "default_for_kind")
+    list_filter = ("device_kind", "default_for_kind", "visibility")
     search_fields = ("slug", "name")
 
 

@@ -16,10 +16,11 @@ not at all.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -27,6 +28,13 @@ from simulations.choices import TraceVisibility
 from simulations.core.calibration.measurements import MeasurementFormat as CoreFormat
 from simulations.core.calibration.measurements import MeasurementRow as CoreRow
 from simulations.core.calibration.measurements import MeasurementSet as CoreSet
+
+#: The catalog's slug rule (as ``simulations.models.slug_validator``, which this module
+#: cannot import: ``simulations.models`` imports it).
+SLUG = RegexValidator(
+    re.compile(r"^[a-z0-9][a-z0-9._-]*\Z"),
+    "Use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit.",
+)
 
 #: Who may see a measurement set, a calibration's profile: the trace rule (owner only,
 #: every signed-in user, or the public catalog that only catalog editors publish to).
@@ -47,8 +55,10 @@ class MeasurementSet(models.Model):
     line each came from); ``device``, ``llm`` and ``runtime`` are what every row measured.
     """
 
-    slug = models.SlugField(
-        max_length=64, help_text="Identifier (a runtime profile's calibration names it)."
+    slug = models.CharField(
+        max_length=64,
+        validators=[SLUG],
+        help_text="Identifier (a runtime profile's calibration names it).",
     )
     name = models.CharField(max_length=200, help_text="Display name.")
     owner = models.ForeignKey(

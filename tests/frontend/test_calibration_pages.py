@@ -118,3 +118,18 @@ def test_another_users_fit_is_a_404(
     alice.force_login(user)
     assert alice.get(f"/calibrations/{cal.pk}/").status_code == 404
     assert alice.post(f"/calibrations/{cal.pk}/save/", {"slug": "x"}).status_code == 404
+
+
+def test_the_catalog_pages_list_catalog_profiles_not_a_users_private_one(
+    alice_client: Client, other_user: Any, seeded: Any
+) -> None:
+    from simulations.measurements import services as msvc
+
+    cal = msvc.calibration_run(
+        owner=other_user, measurement_set=MeasurementSetFactory(owner=other_user)
+    )
+    msvc.calibration_save_profile(calibration=cal, user=other_user, slug="bobs-vllm")
+    for url in ("/catalog/", "/catalog/devices/a100-80gb/"):
+        html = alice_client.get(url).content.decode()
+        assert "vllm-fp16" in html, url
+        assert "bobs-vllm" not in html, url
