@@ -151,3 +151,15 @@ def test_an_uploaded_csv_is_stored_private_and_fitted(alice: Any, catalog: Any) 
     assert response.status_code == 201, response.json()
     assert MeasurementSet.objects.get(slug="upload").visibility == "private"
     assert Calibration.objects.get().measurement_set.slug == "upload"
+
+
+def test_a_set_is_deleted_by_its_owner_only(
+    alice: Any, bob: Any, carol: Any, user: Any, staff: Any, catalog: Any
+) -> None:
+    mine = MeasurementSetFactory(owner=user, visibility="shared")
+    assert bob.delete(f"/api/measurements/{mine.slug}/").status_code == 403
+    assert alice.delete(f"/api/measurements/{mine.slug}/").status_code == 204
+    public = MeasurementSetFactory(owner=staff, visibility="public")
+    assert alice.delete(f"/api/measurements/{public.slug}/").status_code == 403
+    assert carol.delete(f"/api/measurements/{public.slug}/").status_code == 204
+    assert not MeasurementSet.objects.exists()

@@ -109,3 +109,27 @@ def test_the_api_result_and_the_csv_carry_the_words(
     csv_text = alice_client.get(f"/runs/{run.pk}/result.csv").content.decode()
     assert "calibration,calibration_note" in csv_text
     assert "not measured on h100-sxm." in csv_text
+
+
+def test_the_plan_page_says_it_under_the_recommendation(
+    alice_client: Client, user: Any, seeded: Any
+) -> None:
+    from django.utils import timezone
+
+    from simulations.choices import RunStatus
+    from simulations.core.catalog import builtin_catalog
+    from simulations.core.planner import parse_plan, plan_search
+    from simulations.plans import services as plan_services
+    from simulations.plans.models import Plan
+    from tests.core.planner.helpers import small_doc
+
+    result = plan_search(parse_plan(small_doc(), builtin_catalog()))
+    plan = plan_services.plan_create(spec=small_doc(), owner=user)
+    Plan.objects.filter(pk=plan.pk).update(
+        status=RunStatus.SUCCEEDED, result=result, progress=100, finished_at=timezone.now()
+    )
+    html = alice_client.get(f"/plans/{plan.pk}/").content.decode()
+    section = html[html.index('id="recommendation-provenance"') :]
+    for placement in result["recommendation"]["calibration"]:
+        assert f'data-calibration="{placement["calibration"]}"' in section
+        assert placement["calibration_note"] in section
