@@ -75,8 +75,10 @@ class MeasurementSetImportForm(forms.ModelForm):
                 for message in messages:
                     self.add_error(target if target in self.fields else None, message)
             return data
-        for key in ("precision", "tensor_parallel", "format", "rows", "row_count", "source"):
+        for key in ("precision", "tensor_parallel", "format", "rows", "row_count"):
             setattr(self.instance, key, getattr(built, key))
+        # a form field: the instance takes it from cleaned_data (empty: the rows' source)
+        data["source"] = built.source
         return data
 
 

@@ -235,3 +235,50 @@ def test_a_set_too_large_for_an_interactive_fit_is_refused(
     monkeypatch.setattr(msvc, "MAX_FIT_ROWS", 10)
     with pytest.raises(ValidationError, match="at most 10 rows"):
         msvc.calibration_run(owner=user, measurement_set=mset)
+
+
+# --- admin ---------------------------------------------------------------------------------
+
+
+def _admin_form(**overrides: Any) -> dict[str, Any]:
+    from simulations.models import Device, LLMModel
+
+    form = {
+        "slug": "a100-ops",
+        "name": "A100 operators",
+        "device": Device.objects.get(slug="a100-80gb").pk,
+        "llm": LLMModel.objects.get(slug="llama2-7b").pk,
+        "runtime": RuntimeProfile.objects.get(slug="vllm-fp16").pk,
+        "visibility": "public",
+        "source": "",
+        "notes": "",
+    }
+    form.update(overrides)
+    return form
+
+
+def test_staff_import_a_measurement_set_in_the_admin(
+    client: Any, staff: Any, builtin_catalog_rows: Any
+) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client.force_login(staff)
+    upload = SimpleUploadedFile("a100.csv", A100_OPERATORS.read_bytes())
+    response = client.post("/admin/simulations/measurementset/add/", _admin_form(csv_file=upload))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    mset = MeasurementSet.objects.get()
+    assert (mset.row_count, mset.owner, mset.visibility) == (62, staff, "public")
+    assert mset.source.startswith("github microsoft/vidur")
+
+
+def test_a_bad_admin_import_names_line_and_column_and_stores_nothing(
+    client: Any, staff: Any, builtin_catalog_rows: Any
+) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client.force_login(staff)
+    upload = SimpleUploadedFile("bad.csv", _bad_operator_csv().encode())
+    response = client.post("/admin/simulations/measurementset/add/", _admin_form(csv_file=upload))
+    assert response.status_code == 200
+    assert "line 5, column time_ms_per_layer: must be a number" in response.content.decode()
+    assert not MeasurementSet.objects.exists()
