@@ -155,10 +155,26 @@ def measurement_set_build(
     except MeasurementError as exc:
         raise ValidationError({field: [_cell_text(c, json_rows) for c in exc.errors]}) from exc
     first = parsed.rows[0]
+    # left out: the device / model the rows name (an unknown one is a bad cell of line 2)
     if dev is None:
-        dev = _resolve(Device, first.device, "device")
+        dev = Device.objects.filter(slug=first.device).first()
+        if dev is None:
+            cell = CellError(first.line, "device", f"unknown device {first.device!r}")
+            raise ValidationError({field: [_cell_text(cell, json_rows)]})
     if llm is None:
-        llm = _resolve(LLMModel, first.model, "model")
+        llm = LLMModel.objects.filter(slug=first.model).first()
+        if llm is None:
+            cell = CellError(first.line, "model", f"unknown model {first.model!r}")
+            raise ValidationError({field: [_cell_text(cell, json_rows)]})
+    if dev.kind != runtime.device_kind:
+        raise ValidationError(
+            {
+                "stack": [
+                    f"{runtime.slug} runs on {runtime.device_kind} devices; "
+                    f"{dev.slug} is a {dev.kind}"
+                ]
+            }
+        )
     precisions = {r.precision.lower() for r in parsed.rows if r.precision}
     errors: list[CellError] = []
     seen_precision = ""

@@ -282,3 +282,23 @@ def test_a_bad_admin_import_names_line_and_column_and_stores_nothing(
     assert response.status_code == 200
     assert "line 5, column time_ms_per_layer: must be a number" in response.content.decode()
     assert not MeasurementSet.objects.exists()
+
+
+def test_an_unknown_device_in_the_rows_is_named_by_line_and_column(
+    user: Any, builtin_catalog_rows: Any
+) -> None:
+    text = E2E_HEADER + "b200,llama2-7b,vllm,fp16,1,prefill,1024,1,,80.0,\n"
+    with pytest.raises(ValidationError) as info:
+        msvc.measurement_set_import(slug="b200", name="b200", text=text, stack="vllm-fp16")
+    assert info.value.message_dict == {"text": ["line 2, column device: unknown device 'b200'"]}
+
+
+def test_a_stack_of_another_device_kind_is_refused(user: Any, builtin_catalog_rows: Any) -> None:
+    text = E2E_HEADER + "a100-80gb,llama2-7b,,,1,prefill,1024,1,,80.0,\n"
+    fpga_stack = RuntimeProfile.objects.filter(device_kind="fpga").first()
+    with pytest.raises(ValidationError) as info:
+        msvc.measurement_set_import(slug="x", name="x", text=text, stack=fpga_stack.slug)
+    assert info.value.message_dict["stack"] == [
+        f"{fpga_stack.slug} runs on fpga devices; a100-80gb is a gpu"
+    ]
+    assert not MeasurementSet.objects.exists()
