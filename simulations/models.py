@@ -436,6 +436,23 @@ class RuntimeProfile(CatalogItem):
         help_text="What the profile was fitted on: devices and models (slugs), measurement "
         "sets, method, fit error (fractions) and notes; empty devices = derived, not measured.",
     )
+    # Profiles saved from a user's calibration are theirs until published (issue 18): the
+    # catalog's own rows have no owner and are public.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="runtime_profiles",
+        help_text="Who saved it from a calibration (empty: a catalog profile).",
+    )
+    visibility = models.CharField(
+        max_length=16,
+        choices=TraceVisibility.choices,
+        default=TraceVisibility.PUBLIC,
+        help_text="Who may see and simulate with it: its owner only, every signed-in user, "
+        "or everyone as part of the catalog (catalog editors only).",
+    )
 
     class Meta(CatalogItem.Meta):
         constraints = [
@@ -448,6 +465,15 @@ class RuntimeProfile(CatalogItem):
             models.CheckConstraint(
                 condition=Q(device_kind__in=DeviceKind.values),
                 name="%(app_label)s_%(class)s_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(visibility__in=TraceVisibility.values),
+                name="%(app_label)s_%(class)s_visibility_valid",
+            ),
+            # a kind's default runs for every user: only a catalog (public) profile may be it
+            models.CheckConstraint(
+                condition=Q(default_for_kind=False) | Q(visibility=TraceVisibility.PUBLIC),
+                name="%(app_label)s_%(class)s_default_is_public",
             ),
             *(
                 models.CheckConstraint(
@@ -607,6 +633,12 @@ class Trace(models.Model):
     )
     parse_attempts = models.PositiveSmallIntegerField(
         default=0, help_text="Deliveries of the parse task that claimed the trace (count)."
+    )
+    enqueued_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the parse task was last sent (empty: not sent yet, or the broker "
+        "refused it — the reconciler sends it).",
     )
     parse_started_at = models.DateTimeField(
         null=True, blank=True, help_text="When the current parse attempt started."
@@ -1019,7 +1051,8 @@ class RunEvent(models.Model):
         return f"{self.kind} (attempt {self.attempt})"
 
 
-# Sweep rows (issue 8) and capacity-search rows (issue 10) live in their own modules;
-# importing them registers them with this app.
+# Sweep rows (issue 8), capacity-search rows (issue 10), measurement sets and calibrations
+# (issue 18) live in their own modules; importing them registers them with this app.
+from simulations.measurements.models import Calibration, MeasurementSet  # noqa: E402, F401
 from simulations.plans.models import Plan, PlanChunk, PlanResult  # noqa: E402, F401
 from simulations.sweeps.models import Sweep, SweepChunk, SweepResult  # noqa: E402, F401

@@ -21,8 +21,10 @@ from frontend import examples
 from frontend.charts import chart
 from frontend.charts.base import finite
 from frontend.charts.sweep import pareto_figure
+from frontend.provenance import plan_provenance
 from frontend.views.common import int_or_404, page_number
 from simulations import services
+from simulations.core import json_fields
 from simulations.core.errors import ScenarioValidationError
 from simulations.plans import selectors as plan_selectors
 from simulations.plans import services as plan_services
@@ -64,9 +66,9 @@ def plan_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         text = request.POST.get("document", "")[:MAX_PLAN_CHARS]
         try:
-            document = json.loads(text)
-        except ValueError as exc:
-            errors = [("document", f"not valid JSON: {exc}")]
+            document = json_fields.loads(text)
+        except json_fields.JsonInputError as exc:
+            errors = [(path, m) for path, msgs in exc.problems.items() for m in msgs]
         else:
             try:
                 _ensure_example_traces()
@@ -142,6 +144,7 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "progress": plan_selectors.plan_progress(plan),
             "result": result,
             "recommendation": result.get("recommendation"),
+            "recommendation_provenance": plan_provenance(result.get("recommendation")),
             "per_device_type": result.get("per_device_type") or [],
             "pareto": pareto,
             "front": [p for p in points if p.get("on_front")],
