@@ -56,6 +56,9 @@ class LinkKind(StrEnum):
     NVLINK = "nvlink"
     C2C = "c2c"
     UNIFIED = "unified"  # on-SoC shared memory: a "transfer" is a cache flush / map
+    INFINITY_FABRIC = "infinity-fabric"  # AMD's GPU-to-GPU links (xGMI)
+    INFINIBAND = "infiniband"
+    ETHERNET = "ethernet"
 
 
 class FfnKind(StrEnum):
@@ -203,18 +206,29 @@ class MemoryTier:
 
 @dataclass(frozen=True, slots=True)
 class LinkSpec:
-    """An interconnect: transfer time = ``latency_us`` + bytes / ``bw_gbps`` (per direction)."""
+    """An interconnect: transfer time = ``latency_us`` + bytes / ``bw_gbps``.
+
+    ``bw_gbps`` is the bandwidth **per direction** one device has on the link (GB/s,
+    1e9 bytes); ``latency_us`` the time of one hop before the first byte arrives (µs).
+    A link of the catalog (``data/links/*.json``, a system's ``link`` option) has a
+    ``slug`` and a ``name``; a device's own ``host_link`` / ``peer_link`` need neither.
+    ``sources`` says where each number comes from (no part in equality).
+    """
 
     kind: LinkKind
     bw_gbps: float
     latency_us: float = 0.0
     pcie_gen: int | None = None
     lanes: int | None = None
+    slug: str = ""
+    name: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", LinkKind(self.kind))
-        check_positive("link.bw_gbps", self.bw_gbps)
-        check_positive("link.latency_us", self.latency_us, allow_zero=True)
+        where = f"{self.slug}." if self.slug else "link."
+        check_positive(f"{where}bw_gbps", self.bw_gbps)
+        check_positive(f"{where}latency_us", self.latency_us, allow_zero=True)
 
     def transfer_s(self, nbytes: float) -> float:
         """Seconds to move ``nbytes`` over this link."""
