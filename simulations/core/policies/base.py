@@ -139,6 +139,14 @@ class Policy(ABC):
         raise SpecError("policy", f"no screen for {cls.name!r}")
 
     @classmethod
+    def check_system(cls, system: SystemSpec, model: ModelSpec) -> None:
+        """Raise SpecError (its field relative to the system, e.g.
+        ``options.tensor_parallel``) when ``system`` cannot serve ``model`` whatever the
+        workload — checked when a scenario is parsed, so the API refuses it up front. The
+        default checks nothing."""
+        return None
+
+    @classmethod
     def unsearchable_option(cls, name: str, value: Any) -> str | None:
         """Why a plan cannot try ``value`` for option ``name`` (None: it can); e.g. a value
         that models other hardware than the devices the plan prices."""
