@@ -22,4 +22,4 @@ RUN DJANGO_SECRET_KEY=collectstatic-only DJANGO_ALLOWED_HOSTS=localhost \
 
 USER app
 EXPOSE 8000
-CMD ["gunicorn", "hetplanner.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]
+CMD ["gunicorn", "hetplanner.wsgi:application", "--config", "hetplanner/gunicorn.py"]

@@ -22,6 +22,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from simulations.core.errors import ScenarioValidationError
 from simulations.plans.services import QuotaExceededError as PlanQuotaExceededError
+from simulations.services import TraceInUseError
 from simulations.sweeps.expand import SweepValidationError
 from simulations.sweeps.services import QuotaExceededError
 
@@ -50,6 +51,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, QuotaExceededError | PlanQuotaExceededError):
         return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+    if isinstance(exc, TraceInUseError):
+        return Response(
+            {"detail": str(exc), "referrers": exc.referrers}, status=status.HTTP_409_CONFLICT
+        )
     if isinstance(exc, ProtectedError | RestrictedError):
         return Response(
             {"detail": "Still in use: other rows refer to it, so it cannot be deleted."},

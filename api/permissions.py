@@ -1,4 +1,4 @@
-"""Permissions: deny by default (signed in), staff-only catalog writes, owner-only writes.
+"""Permissions: deny by default (signed in), editor-only catalog writes, owner-only writes.
 
 Objects a user may not read are filtered out of the querysets (``simulations.selectors``),
 so they answer 404 — never 403, which would confirm that they exist.
@@ -10,14 +10,17 @@ from typing import Any
 
 from rest_framework import permissions
 
+from simulations.permissions import can_edit_catalog
 
-class IsStaffOrReadOnly(permissions.BasePermission):
-    """Any signed-in user reads; only staff write (the catalog)."""
+
+class CatalogEditorOrReadOnly(permissions.BasePermission):
+    """Any signed-in user reads the catalog; only catalog editors write it
+    (:func:`simulations.permissions.can_edit_catalog`, the rule the pages apply too)."""
 
     def has_permission(self, request: Any, view: Any) -> bool:
         if not (request.user and request.user.is_authenticated):
             return False
-        return request.method in permissions.SAFE_METHODS or bool(request.user.is_staff)
+        return request.method in permissions.SAFE_METHODS or can_edit_catalog(request.user)
 
 
 class IsOwnerOrReadOnly(permissions.BasePermission):

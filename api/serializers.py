@@ -33,6 +33,7 @@ from simulations.choices import (
     FfnKind,
     LinkKind,
     MemoryKind,
+    TraceVisibility,
 )
 from simulations.core import scenario as scenario_rules
 from simulations.core.catalog import model_from_dict, runtime_from_dict
@@ -456,7 +457,7 @@ class HfImportSerializer(serializers.Serializer):
 class TraceSerializer(serializers.ModelSerializer):
     """An uploaded trace's summary (the parsed columns are not listed)."""
 
-    uploaded_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = Trace
@@ -467,7 +468,10 @@ class TraceSerializer(serializers.ModelSerializer):
             "source",
             "request_count",
             "duration_s",
-            "uploaded_by",
+            "owner",
+            "visibility",
+            "parse_status",
+            "parse_error",
             "created_at",
         )
         read_only_fields = fields
@@ -485,6 +489,12 @@ class TraceUploadSerializer(serializers.Serializer):
         max_length=MAX_TRACE_BYTES,
         trim_whitespace=False,
         help_text="The CSV text (TIMESTAMP,ContextTokens,GeneratedTokens).",
+    )
+    visibility = serializers.ChoiceField(
+        choices=TraceVisibility.choices,
+        default=TraceVisibility.PRIVATE,
+        help_text="private (you only; the default), shared (every signed-in user) or public "
+        "(staff only: part of the built-in catalog).",
     )
 
     def validate_slug(self, value: str) -> str:
@@ -560,6 +570,17 @@ class WorkloadSerializer(serializers.ModelSerializer):
         if clash.exists():
             raise serializers.ValidationError("You already have a workload with this name.")
         return value
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A workload may use only the traces its owner may use (another's private trace is
+        # "does not exist", as in a scenario).
+        request = self.context.get("request")
+        field = self.fields["trace"]
+        assert isinstance(field, serializers.SlugRelatedField)
+        field.queryset = selectors.traces_visible_to(request.user if request else None).defer(
+            "data"
+        )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         merged = {

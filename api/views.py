@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Prefetch, QuerySet
@@ -38,7 +39,7 @@ from api import serializers as s
 from api.filters import StrictFilterSet, StrictQueryMixin
 from api.models import ApiToken, hash_key, new_key
 from api.parsers import BoundedJSONParser, BoundedMultiPartParser
-from api.permissions import IsOwnerOrReadOnly, IsStaffOrReadOnly
+from api.permissions import CatalogEditorOrReadOnly, IsOwnerOrReadOnly
 from api.renderers import CSVRenderer, columns_for, system_row
 from api.throttles import (
     PlanSubmitThrottle,
@@ -48,7 +49,7 @@ from api.throttles import (
     UploadThrottle,
 )
 from simulations import selectors, services
-from simulations.choices import ACTIVE_STATUSES, RunStatus
+from simulations.choices import ACTIVE_STATUSES, RunStatus, TraceParseStatus
 from simulations.core.errors import UnknownPolicyError
 from simulations.core.policies import get_policy, policy_names
 from simulations.models import RunEvent, SimulationRun, Trace
@@ -94,7 +95,7 @@ class DeviceViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """Devices: read for everyone signed in, write for staff."""
 
     serializer_class = s.DeviceSerializer
-    permission_classes = [IsStaffOrReadOnly]
+    permission_classes = [CatalogEditorOrReadOnly]
     lookup_field = "slug"
     lookup_value_regex = SLUG_LOOKUP
     filterset_class = DeviceFilter
@@ -127,7 +128,7 @@ class RuntimeProfileViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """Runtime profiles (software stacks): read for everyone signed in, write for staff."""
 
     serializer_class = s.RuntimeProfileSerializer
-    permission_classes = [IsStaffOrReadOnly]
+    permission_classes = [CatalogEditorOrReadOnly]
     lookup_field = "slug"
     lookup_value_regex = SLUG_LOOKUP
     filterset_class = RuntimeFilter
@@ -150,7 +151,7 @@ class LLMModelViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     """LLM models: read for everyone signed in, write (and Hugging Face import) for staff."""
 
     serializer_class = s.LLMModelSerializer
-    permission_classes = [IsStaffOrReadOnly]
+    permission_classes = [CatalogEditorOrReadOnly]
     lookup_field = "slug"
     lookup_value_regex = SLUG_LOOKUP
     filterset_fields = ("ffn_kind",)
@@ -188,7 +189,11 @@ class LLMModelViewSet(StrictQueryMixin, viewsets.ModelViewSet):
 @extend_schema_view(
     list=extend_schema(summary="List traces", tags=["workloads"]),
     retrieve=extend_schema(summary="A trace's summary", tags=["workloads"]),
-    destroy=extend_schema(summary="Delete a trace (its uploader or staff)", tags=["workloads"]),
+    destroy=extend_schema(
+        summary="Delete a trace (its owner or staff; 409 naming its users while in use)",
+        tags=["workloads"],
+        responses={204: None, 409: OpenApiResponse(description="The trace is in use.")},
+    ),
 )
 class TraceViewSet(
     StrictQueryMixin,
@@ -197,8 +202,9 @@ class TraceViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Request traces (Azure LLM inference format): every signed-in user reads and uploads;
-    scenarios refer to them by slug."""
+    """Request traces (Azure LLM inference format): every signed-in user uploads and reads
+    their own, shared and public traces; scenarios refer to them by slug. A trace in use
+    cannot be deleted (409 naming the referrers)."""
 
     serializer_class = s.TraceSerializer
     lookup_field = "slug"
@@ -208,7 +214,7 @@ class TraceViewSet(
     parser_classes = [BoundedJSONParser, BoundedMultiPartParser]
 
     def get_queryset(self) -> QuerySet[Any]:
-        return selectors.trace_list().select_related("uploaded_by")
+        return selectors.traces_visible_to(self.request.user).defer("data").select_related("owner")
 
     def get_throttles(self) -> list[Any]:
         if self.action == "create":
@@ -216,10 +222,10 @@ class TraceViewSet(
         return super().get_throttles()
 
     def perform_destroy(self, instance: Trace) -> None:
-        user = self.request.user
-        if instance.uploaded_by_id != user.pk and not user.is_staff:
-            raise PermissionDenied("Only its uploader or staff delete it.")
-        instance.delete()
+        try:
+            services.trace_delete(trace=instance, user=self.request.user)
+        except DjangoPermissionDenied as exc:
+            raise PermissionDenied("Only its owner or staff delete it.") from exc
 
     @extend_schema(
         summary="Upload an Azure-format trace (CSV file or text)",
@@ -228,7 +234,7 @@ class TraceViewSet(
             "multipart/form-data": s.TraceUploadSerializer,
             "application/json": s.TraceUploadSerializer,
         },
-        responses={201: s.TraceSerializer},
+        responses={201: s.TraceSerializer, 202: s.TraceSerializer},
     )
     def create(self, request: Request) -> Response:
         """Parse and store a trace (``TIMESTAMP,ContextTokens,GeneratedTokens``)."""
@@ -242,14 +248,20 @@ class TraceViewSet(
                 name=v["name"],
                 text=text,
                 source=v.get("source", ""),
-                uploaded_by=request.user,
+                owner=request.user,
+                visibility=v["visibility"],
             )
         except DjangoValidationError as exc:
             errors = getattr(exc, "message_dict", {"text": exc.messages})
             if "file" in v and "text" in errors:
                 errors = {**errors, "file": errors.pop("text")}
             raise ValidationError(errors) from exc
-        return Response(s.TraceSerializer(row).data, status=status.HTTP_201_CREATED)
+        # a large upload is parsed by a worker: 202, and the row says queued → done/failed
+        queued = row.parse_status != TraceParseStatus.DONE
+        return Response(
+            s.TraceSerializer(row).data,
+            status=status.HTTP_202_ACCEPTED if queued else status.HTTP_201_CREATED,
+        )
 
 
 # --- workloads and scenarios -----------------------------------------------------------------

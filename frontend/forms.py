@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 from django.core.validators import RegexValidator
 
+from simulations.choices import TraceVisibility
 from simulations.core import scenario as rules
 from simulations.models import slug_validator
 
@@ -211,6 +212,16 @@ class TraceUploadForm(forms.Form):
         max_length=1000, required=False, help_text="Where the trace comes from."
     )
     file = forms.FileField(help_text="CSV with TIMESTAMP,ContextTokens,GeneratedTokens.")
+    visibility = forms.ChoiceField(
+        choices=TraceVisibility.choices,
+        initial=TraceVisibility.PRIVATE,
+        required=False,
+        help_text="Private: only you. Shared: every signed-in user may use it (only you delete "
+        "it). Public: the built-in catalog (staff only).",
+    )
+
+    def clean_visibility(self) -> str:
+        return self.cleaned_data.get("visibility") or TraceVisibility.PRIVATE
 
     def clean_file(self) -> Any:
         f = self.cleaned_data["file"]

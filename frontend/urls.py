@@ -32,6 +32,7 @@ urlpatterns = [
     path("workloads/<int:pk>/", workloads.workload_detail, name="workload_detail"),
     path("traces/upload/", workloads.trace_upload, name="trace_upload"),
     path("traces/<str:slug>/", workloads.trace_detail, name="trace_detail"),
+    path("traces/<str:slug>/delete/", workloads.trace_delete, name="trace_delete"),
     # scenarios
     path("scenarios/", scenarios.scenario_list, name="scenario_list"),
     path("scenarios/new/", scenarios.scenario_new, name="scenario_new"),
@@ -51,6 +52,7 @@ urlpatterns = [
     path("runs/<int:pk>/result.json", runs.run_result_json, name="run_result_json"),
     path("runs/<int:pk>/result.csv", runs.run_result_csv, name="run_result_csv"),
     path("runs/<int:pk>/scenario.json", runs.run_scenario_json, name="run_scenario_json"),
+    path("runs/<int:pk>/charts.json", runs.run_charts, name="run_charts"),
     path("runs/<int:pk>/figures/<slug:name>.json", runs.run_figure, name="run_figure"),
     # sweeps
     path("sweeps/", sweeps.sweep_list, name="sweep_list"),

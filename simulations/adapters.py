@@ -13,6 +13,9 @@ from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any
 
+from django.db.models import QuerySet
+
+from simulations.choices import TraceParseStatus
 from simulations.core.catalog import Catalog, device_from_dict
 from simulations.core.devices import CONTAINER_KINDS, device_family
 from simulations.core.errors import SpecError
@@ -198,9 +201,15 @@ def catalog_from_db() -> Catalog:
     return Catalog(devices=devices, runtimes=runtimes, models=models, default_runtimes=defaults)
 
 
-def traces_from_db(slugs: Iterable[str]) -> dict[str, TraceData]:
-    """TraceData of the named traces that exist (unknown names are simply absent)."""
-    return {row.slug: trace_data(row) for row in Trace.objects.filter(slug__in=set(slugs))}
+def traces_from_db(
+    slugs: Iterable[str], among: QuerySet[Trace] | None = None
+) -> dict[str, TraceData]:
+    """TraceData of the named traces that exist (unknown names are simply absent), looked up
+    in ``among`` when given (a user's visible traces: others are absent, i.e. unknown)."""
+    rows = Trace.objects.all() if among is None else among
+    # a trace still being parsed (or that failed) has no columns yet: not usable
+    rows = rows.filter(slug__in=set(slugs), parse_status=TraceParseStatus.DONE)
+    return {row.slug: trace_data(row) for row in rows}
 
 
 # --- specs → row values ----------------------------------------------------------------------

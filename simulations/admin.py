@@ -10,6 +10,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -17,8 +18,9 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
 from simulations import services
-from simulations.choices import DeviceKind
+from simulations.choices import DeviceKind, TraceVisibility
 from simulations.core.errors import ScenarioValidationError
+from simulations.core.scenario import trace_names
 from simulations.models import (
     Device,
     LLMModel,
@@ -30,6 +32,21 @@ from simulations.models import (
     Trace,
     Workload,
 )
+from simulations.permissions import can_edit_catalog
+
+
+class CatalogEditorAdmin(admin.ModelAdmin):
+    """Writes to a shared catalog table need :func:`can_edit_catalog` (the rule the API and
+    the pages apply) on top of Django's model permissions."""
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return can_edit_catalog(request.user) and super().has_add_permission(request, *args)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return can_edit_catalog(request.user) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return can_edit_catalog(request.user) and super().has_delete_permission(request, obj)
 
 
 class MemoryTierFormSet(BaseInlineFormSet):
@@ -52,7 +69,7 @@ class MemoryTierInline(admin.TabularInline):
 
 
 @admin.register(Device)
-class DeviceAdmin(admin.ModelAdmin):
+class DeviceAdmin(CatalogEditorAdmin):
     """Devices: datasheet facts with a source for every number."""
 
     inlines = [MemoryTierInline]
@@ -134,7 +151,7 @@ class DeviceAdmin(admin.ModelAdmin):
 
 
 @admin.register(RuntimeProfile)
-class RuntimeProfileAdmin(admin.ModelAdmin):
+class RuntimeProfileAdmin(CatalogEditorAdmin):
     """Runtime profiles: fitted software behaviour, one per stack."""
 
     list_display = (
@@ -182,7 +199,7 @@ class HfImportForm(forms.Form):
 
 
 @admin.register(LLMModel)
-class LLMModelAdmin(admin.ModelAdmin):
+class LLMModelAdmin(CatalogEditorAdmin):
     """LLM models: shapes, importable from a Hugging Face config.json."""
 
     change_list_template = "admin/simulations/llmmodel/change_list.html"
@@ -254,7 +271,15 @@ class TraceUploadForm(forms.ModelForm):
 
     class Meta:
         model = Trace
-        fields = ("slug", "name", "source")
+        fields = ("slug", "name", "source", "visibility")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["visibility"].required = False
+
+    def clean_visibility(self) -> str:
+        """Left empty: private, the default of an upload."""
+        return self.cleaned_data.get("visibility") or TraceVisibility.PRIVATE
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -278,16 +303,34 @@ class TraceUploadForm(forms.ModelForm):
 
 @admin.register(Trace)
 class TraceAdmin(admin.ModelAdmin):
-    """Traces: uploaded Azure-format CSVs, stored parsed."""
+    """Traces: uploaded Azure-format CSVs, stored parsed. A trace that scenarios, sweeps,
+    plans or workloads use cannot be deleted (the admin lists what protects it)."""
 
     form = TraceUploadForm
-    list_display = ("slug", "name", "request_count", "duration_s", "uploaded_by", "created_at")
+    list_display = (
+        "slug",
+        "name",
+        "visibility",
+        "parse_status",
+        "request_count",
+        "duration_s",
+        "owner",
+        "created_at",
+    )
+    list_filter = ("visibility", "parse_status")
     search_fields = ("slug", "name")
-    readonly_fields = ("request_count", "duration_s", "uploaded_by", "created_at")
+    readonly_fields = (
+        "request_count",
+        "duration_s",
+        "parse_status",
+        "parse_error",
+        "owner",
+        "created_at",
+    )
 
     def save_model(self, request: HttpRequest, obj: Trace, form: Any, change: bool) -> None:
         if not change:
-            obj.uploaded_by = request.user  # type: ignore[assignment]
+            obj.owner = request.user  # type: ignore[assignment]
         super().save_model(request, obj, form, change)
 
 
@@ -350,6 +393,12 @@ class ScenarioAdmin(admin.ModelAdmin):
     list_filter = ("shared",)
     search_fields = ("name",)
     raw_id_fields = ("owner",)
+
+    def save_model(self, request: HttpRequest, obj: Scenario, form: Any, change: bool) -> None:
+        """Save, and record the traces the document uses (as the services do), together."""
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            services.trace_references_set(trace_names(obj.document), scenario=obj)
 
 
 class RunEventInline(admin.TabularInline):

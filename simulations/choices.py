@@ -64,6 +64,19 @@ class ArrivalKind(models.TextChoices):
     TRACE = "trace", "Trace timestamps"
 
 
+class TraceVisibility(models.TextChoices):
+    """Who may see a trace and use it in scenarios, workloads, sweeps and plans.
+
+    ``private``: its owner only (the default for uploads). ``shared``: every signed-in
+    user; only its owner (or staff) changes or deletes it. ``public``: part of the shared
+    catalog (built-in and example traces); only catalog editors publish or delete one.
+    """
+
+    PRIVATE = "private", "Private (only me)"
+    SHARED = "shared", "Shared (every signed-in user)"
+    PUBLIC = "public", "Public (built-in catalog)"
+
+
 class ChunkStatus(models.TextChoices):
     """Lifecycle of a sweep's or a plan's chunk of configurations: queued → running → done
     (every configuration of it recorded)."""
@@ -71,6 +84,17 @@ class ChunkStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
     DONE = "done", "Done"
+
+
+class TraceParseStatus(models.TextChoices):
+    """Parsing of an uploaded trace: small files are parsed in the request (``done`` at
+    once); larger ones are stored ``queued`` and parsed by a worker (``running`` →
+    ``done`` / ``failed``)."""
+
+    QUEUED = "queued", "Queued for parsing"
+    RUNNING = "running", "Parsing"
+    DONE = "done", "Parsed"
+    FAILED = "failed", "Failed"
 
 
 class RunStatus(models.TextChoices):

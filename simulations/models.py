@@ -33,6 +33,8 @@ from simulations.choices import (
     MemoryKind,
     RunEventKind,
     RunStatus,
+    TraceParseStatus,
+    TraceVisibility,
 )
 from simulations.core import scenario as scenario_rules
 from simulations.core.errors import SpecError
@@ -125,6 +127,14 @@ class CatalogItem(models.Model):
         "(datasheet, paper table or section).",
     )
     notes = models.TextField(blank=True, help_text="Free-text remarks (assumptions, caveats).")
+    seed_values = models.JSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What ``seed_catalog`` last wrote to this row (column → value; empty: not a "
+        "built-in row). A reseed updates the row only while its values still equal these, so "
+        "a staff edit is never overwritten.",
+    )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When the row was created.")
     updated_at = models.DateTimeField(auto_now=True, help_text="When the row last changed.")
 
@@ -550,7 +560,9 @@ class Trace(models.Model):
 
     Uploaded as CSV (``TIMESTAMP,ContextTokens,GeneratedTokens``); ``data`` holds the
     columns ``arrival_s`` (seconds from the first row), ``input_tokens`` and
-    ``output_tokens``. Scenarios refer to a trace by its slug.
+    ``output_tokens``. Scenarios refer to a trace by its slug; which rows use it is kept in
+    :class:`TraceReference` (and ``Workload.trace``), so a trace in use cannot be deleted.
+    ``visibility`` says who may see and use it (:class:`TraceVisibility`).
     """
 
     slug = models.CharField(
@@ -562,24 +574,53 @@ class Trace(models.Model):
     source = models.TextField(
         blank=True, help_text="Where the trace comes from (dataset, commit, file)."
     )
-    uploaded_by = models.ForeignKey(
+    owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="traces",
-        help_text="Who uploaded it.",
+        help_text="Who uploaded it (empty: a built-in trace).",
     )
+    visibility = models.CharField(
+        max_length=16,
+        choices=TraceVisibility.choices,
+        default=TraceVisibility.PRIVATE,
+        help_text="Who may see and use it: its owner only, every signed-in user, or everyone "
+        "as part of the built-in catalog.",
+    )
+    # empty (NULL) until the trace is parsed: large uploads are parsed by a worker
     request_count = positive_int(
-        "Rows (requests) in the trace (count).",
-        null=False,
+        "Rows (requests) in the trace (count); empty until parsed.",
         maximum=scenario_rules.MAX_TRACE_ROWS,
     )
     duration_s = positive_float(
-        "Time from the first to the last arrival, s.", null=False, allow_zero=True
+        "Time from the first to the last arrival, s; empty until parsed.", allow_zero=True
     )
     data = models.JSONField(
-        help_text="Parsed columns: arrival_s (s), input_tokens, output_tokens (tokens)."
+        null=True,
+        blank=True,
+        help_text="Parsed columns: arrival_s (s), input_tokens, output_tokens (tokens); "
+        "empty until parsed.",
+    )
+    parse_status = models.CharField(
+        max_length=16,
+        choices=TraceParseStatus.choices,
+        default=TraceParseStatus.DONE,
+        help_text="Parsing of the upload: large files are parsed by a worker.",
+    )
+    parse_error = models.TextField(
+        blank=True, help_text="Why parsing failed (line and column), when it did."
+    )
+    parse_attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Deliveries of the parse task that claimed the trace (count)."
+    )
+    parse_started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the current parse attempt started."
+    )
+    upload_text = models.TextField(
+        blank=True,
+        help_text="The uploaded CSV while it waits to be parsed (emptied once parsed).",
     )
     created_at = models.DateTimeField(auto_now_add=True, help_text="When it was uploaded.")
 
@@ -587,14 +628,91 @@ class Trace(models.Model):
         ordering = ("slug",)
         constraints = [
             models.UniqueConstraint(fields=["slug"], name="%(app_label)s_%(class)s_unique_slug"),
-            bounded(
-                "request_count", nullable=False, minimum=1, maximum=scenario_rules.MAX_TRACE_ROWS
+            models.CheckConstraint(
+                condition=Q(visibility__in=TraceVisibility.values),
+                name="%(app_label)s_%(class)s_visibility_valid",
             ),
-            bounded("duration_s", nullable=False, allow_zero=True),
+            bounded("request_count", minimum=1, maximum=scenario_rules.MAX_TRACE_ROWS),
+            bounded("duration_s", allow_zero=True),
+            # a parsed trace has its columns; scenarios only ever read parsed traces
+            models.CheckConstraint(
+                condition=~models.Q(parse_status=TraceParseStatus.DONE)
+                | models.Q(
+                    request_count__isnull=False, duration_s__isnull=False, data__isnull=False
+                ),
+                name="%(app_label)s_%(class)s_parsed_has_data",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.name or self.slug
+
+
+class TraceReference(models.Model):
+    """One row (a scenario, a sweep or a plan) using a trace by its slug in its document.
+
+    Maintained by the services that store those rows; ``on_delete=PROTECT`` on the trace
+    makes the database itself refuse to delete a trace in use, even past a racing check.
+    Exactly one of ``scenario``, ``sweep`` and ``plan`` is set; deleting it drops the row.
+    """
+
+    trace = models.ForeignKey(
+        Trace,
+        on_delete=models.PROTECT,
+        related_name="references",
+        help_text="The trace used.",
+    )
+    scenario = models.ForeignKey(
+        "simulations.Scenario",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="trace_references",
+        help_text="The scenario whose document uses the trace.",
+    )
+    sweep = models.ForeignKey(
+        "simulations.Sweep",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="trace_references",
+        help_text="The sweep whose template (or an axis value) uses the trace.",
+    )
+    plan = models.ForeignKey(
+        "simulations.Plan",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="trace_references",
+        help_text="The capacity plan whose document uses the trace.",
+    )
+
+    class Meta:
+        ordering = ("trace", "id")
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    Q(scenario__isnull=False, sweep__isnull=True, plan__isnull=True)
+                    | Q(scenario__isnull=True, sweep__isnull=False, plan__isnull=True)
+                    | Q(scenario__isnull=True, sweep__isnull=True, plan__isnull=False)
+                ),
+                name="%(app_label)s_%(class)s_one_referrer",
+            ),
+            models.UniqueConstraint(
+                fields=["trace", "scenario"], name="%(app_label)s_%(class)s_unique_scenario"
+            ),
+            models.UniqueConstraint(
+                fields=["trace", "sweep"], name="%(app_label)s_%(class)s_unique_sweep"
+            ),
+            models.UniqueConstraint(
+                fields=["trace", "plan"], name="%(app_label)s_%(class)s_unique_plan"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        kind = "scenario" if self.scenario_id else "sweep" if self.sweep_id else "plan"
+        row = self.scenario_id or self.sweep_id or self.plan_id
+        return f"trace {self.trace_id} used by {kind} {row}"
 
 
 class Workload(models.Model):

@@ -2,14 +2,16 @@
 
 Visibility rules live here: a user sees their own scenarios, workloads and runs plus the
 scenarios and workloads others shared (read-only); never another user's private rows.
+Traces: their own, shared and public ones (:class:`~simulations.choices.TraceVisibility`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Count, Max, Prefetch, Q, QuerySet
 
+from simulations.choices import TraceVisibility
 from simulations.models import (
     Device,
     LLMModel,
@@ -43,8 +45,26 @@ def model_list() -> QuerySet[LLMModel]:
 
 
 def trace_list() -> QuerySet[Trace]:
-    """Every trace without its (large) parsed data."""
-    return Trace.objects.defer("data").order_by("slug")
+    """Every trace without its (large) parsed data or upload text (staff tools; users get
+    :func:`traces_visible_to`)."""
+    return Trace.objects.defer("data", "upload_text").order_by("slug")
+
+
+def _trace_visible(user: Any) -> Q:
+    return Q(owner=user) | Q(visibility__in=(TraceVisibility.SHARED, TraceVisibility.PUBLIC))
+
+
+def traces_visible_to(user: Any) -> QuerySet[Trace]:
+    """Traces ``user`` may see and use in scenarios, workloads, sweeps and plans: their own,
+    shared and public ones (with their parsed data; ``.defer("data")`` for lists)."""
+    if user is None or not user.is_authenticated:
+        return Trace.objects.none()
+    return Trace.objects.filter(_trace_visible(user)).defer("upload_text").order_by("slug")
+
+
+def trace_get_for(user: Any, slug: str) -> Trace:
+    """A trace ``user`` may see (Trace.DoesNotExist otherwise — no hint it exists)."""
+    return traces_visible_to(user).get(slug=slug)
 
 
 def catalog_overview() -> dict[str, Any]:
@@ -54,6 +74,17 @@ def catalog_overview() -> dict[str, Any]:
         "runtimes": list(runtime_list()),
         "models": list(model_list()),
     }
+
+
+def catalog_version() -> str:
+    """A text that changes whenever a device, runtime profile or model is added, edited or
+    deleted (row counts and latest ``updated_at``): what caches of figures computed from
+    the catalog are keyed by."""
+    parts = []
+    for model in (Device, RuntimeProfile, LLMModel):
+        agg = model.objects.aggregate(n=Count("pk"), t=Max("updated_at"))
+        parts.append(f"{agg['n']}@{agg['t'].timestamp() if agg['t'] else 0}")
+    return "/".join(parts)
 
 
 def _visible(user: Any) -> Q:

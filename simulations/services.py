@@ -18,18 +18,19 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Q, Value
+from django.db.models import ProtectedError, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from simulations import selectors
 from simulations.adapters import (
     catalog_from_db,
     device_values,
@@ -39,7 +40,13 @@ from simulations.adapters import (
     trace_values,
     traces_from_db,
 )
-from simulations.choices import ACTIVE_STATUSES, RunEventKind, RunStatus
+from simulations.choices import (
+    ACTIVE_STATUSES,
+    RunEventKind,
+    RunStatus,
+    TraceParseStatus,
+    TraceVisibility,
+)
 from simulations.core import scenario as scenario_rules
 from simulations.core.catalog import (
     device_from_dict,
@@ -50,7 +57,7 @@ from simulations.core.catalog import (
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.hf_config import model_spec_from_hf_config
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile, ScenarioSpec, WorkloadSpec
-from simulations.core.traces import parse_azure_trace
+from simulations.core.traces import check_azure_header, count_rows_upto, parse_azure_trace
 from simulations.jobs import resend_lost, stale_before
 from simulations.models import (
     Device,
@@ -60,9 +67,11 @@ from simulations.models import (
     Scenario,
     SimulationRun,
     Trace,
+    TraceReference,
     Workload,
 )
 from simulations.models import RuntimeProfile as RuntimeProfileRow
+from simulations.permissions import can_delete_trace, can_edit_catalog
 
 logger = logging.getLogger(__name__)
 
@@ -152,19 +161,99 @@ def model_save(
     return row
 
 
+def _json_normal(value: Any) -> Any:
+    """``value`` as a JSON column gives it back (tuples as lists, str enums as strings)."""
+    return json.loads(json.dumps(value))
+
+
+def device_seed_values(spec: DeviceSpec, *, notes: str = "") -> dict[str, Any]:
+    """What seeding ``spec`` writes to its Device row, as a snapshot: the columns, plus
+    ``parent`` (a slug) and ``memory_tiers`` (the MemoryTier rows' values, in order)."""
+    values = device_values(spec)
+    values.update(notes=notes, parent=spec.parent, memory_tiers=memory_tier_values(spec))
+    return dict(_json_normal(values))
+
+
+def runtime_seed_values(
+    spec: RuntimeProfile, *, default_for_kind: bool = False, notes: str = ""
+) -> dict[str, Any]:
+    """What seeding ``spec`` writes to its RuntimeProfile row, as a snapshot."""
+    values = runtime_values(spec)
+    values.update(default_for_kind=default_for_kind, notes=notes)
+    return dict(_json_normal(values))
+
+
+def model_seed_values(spec: ModelSpec, *, notes: str = "") -> dict[str, Any]:
+    """What seeding ``spec`` writes to its LLMModel row, as a snapshot."""
+    values = model_values(spec)
+    values["notes"] = notes
+    return dict(_json_normal(values))
+
+
+def current_seed_values(row: Any, keys: Iterable[str]) -> dict[str, Any]:
+    """The row's current values under the snapshot keys ``keys`` (the shape of
+    :func:`device_seed_values` and its siblings), JSON-normalised for comparison."""
+    out: dict[str, Any] = {}
+    for key in keys:
+        if key == "parent":
+            out[key] = row.parent.slug if row.parent_id is not None else None
+        elif key == "memory_tiers":
+            out[key] = [
+                {
+                    "order": t.order,
+                    "kind": t.kind,
+                    "capacity_gb": t.capacity_gb,
+                    "bw_gbps": t.bw_gbps,
+                }
+                for t in row.memory_tiers.order_by("order")
+            ]
+        else:
+            out[key] = getattr(row, key)
+    return dict(_json_normal(out))
+
+
+def seed_owned(row: Any, new: Mapping[str, Any]) -> bool:
+    """Whether the seed still owns ``row``: it has a snapshot and its current values equal
+    the snapshot on every key the snapshot and the new seed values ``new`` share (a key new
+    to the seed, or one it no longer writes, is not an edit). A row without a snapshot was
+    not written by the seed (staff created it): never owned."""
+    snapshot = row.seed_values or {}
+    if not isinstance(snapshot, dict) or not snapshot:
+        return False
+    keys = [k for k in new if k in snapshot]
+    current = current_seed_values(row, keys)
+    return all(current[k] == snapshot[k] for k in keys)
+
+
 @dataclass
 class SeedReport:
-    """What :func:`catalog_seed` stored, by kind of record."""
+    """What :func:`catalog_seed` did: the slugs of every record, by kind of record, and the
+    rows it created, updated, forced back (``reset``) or left alone because staff edited
+    them (``kept``), each as ``"<kind> <slug>"``."""
 
     devices: list[str] = field(default_factory=list)
     runtimes: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    reset: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"{len(self.devices)} devices, {len(self.runtimes)} runtime profiles, "
-            f"{len(self.models)} models"
+            f"{len(self.models)} models ({len(self.created)} created, "
+            f"{len(self.updated)} updated)"
         )
+        if self.reset:
+            text += f"; reset {', '.join(self.reset)}"
+        if self.kept:
+            rows = "row" if len(self.kept) == 1 else "rows"
+            text += (
+                f"; kept {len(self.kept)} edited {rows}: {', '.join(self.kept)} "
+                "(staff changed them; `seed_catalog --reset SLUG` restores one)"
+            )
+        return text
 
 
 def _record_error(kind: str, record: Mapping[str, Any], exc: Exception) -> ValidationError:
@@ -176,21 +265,63 @@ def _record_error(kind: str, record: Mapping[str, Any], exc: Exception) -> Valid
     return ValidationError(f"{kind} {slug!r}: {exc}")
 
 
+def _seed_row(
+    report: SeedReport,
+    kind: str,
+    model: Any,
+    slug: str,
+    new: dict[str, Any],
+    reset: Collection[str],
+    save: Any,
+) -> None:
+    """Create, update or keep the ``model`` row ``slug`` (see :func:`catalog_seed`);
+    ``save()`` writes the seed's values, then the snapshot is stored beside them."""
+    row = model.objects.filter(slug=slug).first()
+    label = f"{kind} {slug}"
+    if row is not None and slug not in reset and not seed_owned(row, new):
+        report.kept.append(label)
+        return
+    if (
+        row is not None
+        and slug not in reset
+        and row.seed_values == new
+        and current_seed_values(row, new) == new
+    ):
+        return  # already the seed's values: no write (updated_at, memory tier ids) at all
+    saved = save()
+    model.objects.filter(pk=saved.pk).update(seed_values=new)
+    if row is None:
+        report.created.append(label)
+    else:
+        (report.reset if slug in reset else report.updated).append(label)
+
+
 def catalog_seed(
     *,
     devices: Iterable[Mapping[str, Any]] | None = None,
     runtimes: Iterable[Mapping[str, Any]] | None = None,
     models: Iterable[Mapping[str, Any]] | None = None,
+    reset: Collection[str] = (),
 ) -> SeedReport:
     """Load catalog records (default: the built-in JSON files) into the database.
 
-    Idempotent: records are matched by slug and updated in place; rows not in the records
-    are left alone. Each record is validated as a core spec first; one bad record rolls
-    the whole seed back (ValidationError naming it). Parents are stored before components.
+    Records are matched by slug. A missing row is created; an existing row is updated only
+    while the seed still owns it — its values equal the snapshot of what the seed last
+    wrote (``seed_values``) — so a row staff edited (admin, API, page) is left alone and
+    reported in ``kept``. ``reset`` names slugs forced back to the seed all the same
+    (ValidationError if one is not in the records). Rows not in the records are left
+    alone. Each record is validated as a core spec first; one bad record rolls the whole
+    seed back (ValidationError naming it). Parents are stored before components.
     """
     dev_records = list(iter_records("devices") if devices is None else devices)
     rt_records = list(iter_records("runtimes") if runtimes is None else runtimes)
     model_records = list(iter_records("models") if models is None else models)
+    known = {str(r.get("slug")) for r in (*dev_records, *rt_records, *model_records)}
+    unknown = sorted(set(reset) - known)
+    if unknown:
+        raise ValidationError(
+            {"reset": [f"not in the seed data: {', '.join(unknown)} (nothing was changed)"]}
+        )
     report = SeedReport()
     with transaction.atomic():
         specs: list[tuple[DeviceSpec, str]] = []
@@ -203,7 +334,15 @@ def catalog_seed(
         specs.sort(key=lambda s: s[0].parent is not None)
         for spec, notes in specs:
             try:
-                device_save(spec, notes=notes)
+                _seed_row(
+                    report,
+                    "device",
+                    Device,
+                    spec.slug,
+                    device_seed_values(spec, notes=notes),
+                    reset,
+                    lambda spec=spec, notes=notes: device_save(spec, notes=notes),
+                )
             except ValidationError as exc:
                 raise _record_error("device", {"slug": spec.slug}, exc) from exc
             report.devices.append(spec.slug)
@@ -213,18 +352,55 @@ def catalog_seed(
             notes = str(rec.get("notes", ""))
             try:
                 rt = runtime_from_dict(rec)
-                runtime_save(rt, default_for_kind=is_default, notes=notes)
+                _seed_runtime(report, rt, is_default, notes, reset)
             except (SpecError, ValidationError, TypeError, ValueError) as exc:
                 raise _record_error("runtime", rec, exc) from exc
             report.runtimes.append(rt.slug)
         for rec in model_records:
             try:
                 model = model_from_dict(rec)
-                model_save(model, notes=str(rec.get("notes", "")))
+                notes = str(rec.get("notes", ""))
+                _seed_row(
+                    report,
+                    "model",
+                    LLMModel,
+                    model.slug,
+                    model_seed_values(model, notes=notes),
+                    reset,
+                    lambda model=model, notes=notes: model_save(model, notes=notes),
+                )
             except (SpecError, ValidationError, TypeError, ValueError) as exc:
                 raise _record_error("model", rec, exc) from exc
             report.models.append(model.slug)
     return report
+
+
+def _seed_runtime(
+    report: SeedReport, rt: RuntimeProfile, is_default: bool, notes: str, reset: Collection[str]
+) -> None:
+    """Seed one runtime profile. Making it its kind's default clears the previous default's
+    mark; when the seed made that one's mark too, its snapshot follows, so the move is not
+    mistaken for a staff edit at the next seed."""
+    before = set(
+        RuntimeProfileRow.objects.filter(
+            device_kind=str(rt.device_kind), default_for_kind=True
+        ).values_list("pk", flat=True)
+    )
+    _seed_row(
+        report,
+        "runtime",
+        RuntimeProfileRow,
+        rt.slug,
+        runtime_seed_values(rt, default_for_kind=is_default, notes=notes),
+        reset,
+        lambda: runtime_save(rt, default_for_kind=is_default, notes=notes),
+    )
+    for row in RuntimeProfileRow.objects.filter(pk__in=before, default_for_kind=False):
+        snapshot = row.seed_values or {}
+        if isinstance(snapshot, dict) and snapshot.get("default_for_kind") is True:
+            RuntimeProfileRow.objects.filter(pk=row.pk).update(
+                seed_values={**snapshot, "default_for_kind": False}
+            )
 
 
 def hf_model_import(
@@ -252,9 +428,8 @@ def hf_model_import(
     return model_save(spec, hf_config=config)
 
 
-def trace_parse(*, slug: str, text: str | bytes) -> dict[str, Any]:
-    """Parse an Azure-format trace into Trace column values (``request_count``,
-    ``duration_s``, ``data``); ValidationError under ``text`` names the line and column."""
+def _trace_text(text: str | bytes) -> str:
+    """The upload as text within the byte cap; ValidationError under ``text`` otherwise."""
     if len(text) > MAX_TRACE_BYTES:
         raise ValidationError({"text": [f"the trace is larger than {MAX_TRACE_BYTES} bytes"]})
     if isinstance(text, bytes):
@@ -262,15 +437,44 @@ def trace_parse(*, slug: str, text: str | bytes) -> dict[str, Any]:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValidationError({"text": [f"not UTF-8 text (byte {exc.start})"]}) from exc
+    return text
+
+
+def trace_parse(*, slug: str, text: str | bytes) -> dict[str, Any]:
+    """Parse an Azure-format trace into Trace column values (``request_count``,
+    ``duration_s``, ``data``); ValidationError under ``text`` names the line and column."""
+    text = _trace_text(text)
     try:
-        data = parse_azure_trace(text, name=slug)
+        # the row cap is checked by a cheap scan before any row is parsed (a 1,000,000-row
+        # upload is refused in milliseconds, not after parsing it all)
+        data = parse_azure_trace(text, name=slug, max_rows=scenario_rules.MAX_TRACE_ROWS)
     except SpecError as exc:
         raise _validation_error(exc, "text") from exc
-    if len(data.arrival_s) > scenario_rules.MAX_TRACE_ROWS:
-        raise ValidationError(
-            {"text": [f"at most {scenario_rules.MAX_TRACE_ROWS} rows, got {len(data.arrival_s)}"]}
-        )
     return trace_values(data)
+
+
+def _trace_precheck(*, slug: str, text: str) -> None:
+    """What can be refused at upload without parsing a row: a NUL (PostgreSQL text cannot
+    hold it), the header, and the row cap (a scan of line ends)."""
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise ValidationError({"text": [f"{slug}: trace line {line}: contains a NUL character"]})
+    try:
+        check_azure_header(text, name=slug)
+        over = count_rows_upto(text, scenario_rules.MAX_TRACE_ROWS)
+    except SpecError as exc:
+        raise _validation_error(exc, "text") from exc
+    if over is not None:
+        cap = scenario_rules.MAX_TRACE_ROWS
+        raise ValidationError(
+            {
+                "text": [
+                    f"{slug}: trace line {over}: the trace has more than {cap} rows; "
+                    f"at most {cap} rows are allowed"
+                ]
+            }
+        )
 
 
 def trace_import(
@@ -279,18 +483,222 @@ def trace_import(
     name: str,
     text: str | bytes,
     source: str = "",
-    uploaded_by: Any = None,
+    owner: Any = None,
+    visibility: str | None = None,
 ) -> Trace:
-    """Store an Azure-format trace (``TIMESTAMP,ContextTokens,GeneratedTokens``) parsed.
+    """Store an Azure-format trace (``TIMESTAMP,ContextTokens,GeneratedTokens``) owned by
+    ``owner`` (None: a built-in trace) with ``visibility`` — by default private for an
+    upload and public for a built-in trace; only a catalog editor (or the system, without
+    an owner) publishes one.
 
-    Raises ValidationError (``text`` names the line and column at fault); nothing is
-    stored then.
+    Up to ``HETPLANNER_TRACE_ASYNC_BYTES`` the trace is parsed here and stored ``done``;
+    a larger one is checked cheaply (size, UTF-8, NUL, header, row cap), stored ``queued``
+    with its text, and parsed by the :func:`simulations.tasks.parse_trace` task queued
+    when the transaction commits (the row then says ``done`` or ``failed`` with the line
+    at fault). Raises ValidationError (``text`` names the line and column at fault,
+    ``visibility`` a refused choice); nothing is stored then.
     """
-    values = trace_parse(slug=slug, text=text)
-    row = Trace(slug=slug, name=name, source=source, uploaded_by=uploaded_by, **values)
-    row.full_clean()
-    row.save()
+    if visibility is None:
+        visibility = TraceVisibility.PRIVATE if owner is not None else TraceVisibility.PUBLIC
+    if visibility == TraceVisibility.PUBLIC and owner is not None and not can_edit_catalog(owner):
+        raise ValidationError(
+            {"visibility": ["only staff publish a trace; choose private or shared"]}
+        )
+    text = _trace_text(text)
+    common = {"slug": slug, "name": name, "source": source, "owner": owner}
+    if len(text) <= settings.HETPLANNER_TRACE_ASYNC_BYTES:
+        values = trace_parse(slug=slug, text=text)
+        row = Trace(**common, visibility=visibility, **values)
+        row.full_clean()
+        row.save()
+        return row
+    _trace_precheck(slug=slug, text=text)
+    row = Trace(
+        **common,
+        visibility=visibility,
+        parse_status=TraceParseStatus.QUEUED,
+        upload_text=text,
+    )
+    row.full_clean(exclude=["upload_text"])
+    with transaction.atomic():
+        row.save()
+        trace_id = row.pk
+        transaction.on_commit(lambda: _enqueue_trace_parse(trace_id))
     return row
+
+
+class TraceInUseError(Exception):
+    """A trace cannot be deleted: scenarios, sweeps, plans or workloads use it.
+
+    ``referrers`` lists them (:func:`trace_referrers`), ``str()`` names them.
+    """
+
+    def __init__(self, trace: Trace, referrers: list[dict[str, Any]]) -> None:
+        self.trace_slug = trace.slug
+        self.referrers = referrers
+        names = ", ".join(
+            f"{r['kind']} #{r['id']}"
+            + (f" “{r['name']}”" if r["name"] else "")
+            + (f" ({r['owner']})" if r["owner"] else "")
+            for r in referrers
+        )
+        super().__init__(
+            f"trace {trace.slug!r} is still used by {names}; nothing was deleted "
+            "(change or delete those first)"
+        )
+
+
+def trace_referrers(trace: Trace, user: Any) -> list[dict[str, Any]]:
+    """Every row that uses ``trace``: ``{"kind", "id", "owner", "name"}`` by kind and id.
+
+    ``owner`` is the username (so the trace's owner knows whom to ask); ``name`` is given
+    only where ``user`` may read the row (their own, or a shared scenario or workload) —
+    another user's private row is counted, never described.
+    """
+    out: list[dict[str, Any]] = []
+    refs = (
+        TraceReference.objects.filter(trace=trace)
+        .select_related("scenario__owner", "sweep__owner", "plan__owner")
+        .order_by("id")
+    )
+    rows: list[tuple[str, Any]] = []
+    for ref in refs:
+        for kind in ("scenario", "sweep", "plan"):
+            row = getattr(ref, kind)
+            if row is not None:
+                rows.append((kind, row))
+    rows += [("workload", w) for w in Workload.objects.filter(trace=trace).select_related("owner")]
+    order = {"scenario": 0, "sweep": 1, "plan": 2, "workload": 3}
+    for kind, row in sorted(rows, key=lambda kr: (order[kr[0]], kr[1].pk)):
+        readable = row.owner_id == getattr(user, "pk", None) or (
+            isinstance(row, Scenario | Workload) and row.shared
+        )
+        out.append(
+            {
+                "kind": kind,
+                "id": row.pk,
+                "owner": row.owner.get_username() if row.owner_id else None,
+                "name": row.name if readable else None,
+            }
+        )
+    return out
+
+
+def trace_delete(*, trace: Trace, user: Any) -> None:
+    """Delete ``trace`` unless something uses it.
+
+    Its owner deletes a private or shared trace; catalog editors delete any (a public one
+    only they). PermissionDenied otherwise; TraceInUseError (naming the referrers) while
+    scenarios, sweeps, plans or workloads use it — nothing is deleted then. The trace row
+    is locked while the references are read, and the PROTECT foreign keys refuse a delete
+    that races a new reference.
+    """
+    if not can_delete_trace(user, trace):
+        raise PermissionDenied("only its owner or staff delete a trace")
+    try:
+        with transaction.atomic():
+            Trace.objects.select_for_update().filter(pk=trace.pk).first()
+            referrers = trace_referrers(trace, user)
+            if referrers:
+                raise TraceInUseError(trace, referrers)
+            trace.delete()
+    except ProtectedError as exc:
+        raise TraceInUseError(trace, trace_referrers(trace, user)) from exc
+
+
+def trace_references_set(
+    names: Iterable[str], *, scenario: Any = None, sweep: Any = None, plan: Any = None
+) -> None:
+    """Record that one scenario, sweep or plan uses the traces ``names`` (replacing what it
+    recorded before). Call inside the transaction that saves the row, after validating the
+    document: the trace rows are locked (a concurrent :func:`trace_delete` waits), and a
+    name that no longer exists — deleted since the validation — is a
+    ScenarioValidationError, which rolls the save back."""
+    owner = {"scenario": scenario, "sweep": sweep, "plan": plan}
+    given = {k: v for k, v in owner.items() if v is not None}
+    if len(given) != 1:
+        raise TypeError("give exactly one of scenario, sweep, plan")
+    ((field_name, row),) = given.items()
+    names = set(names)
+    found = dict(Trace.objects.select_for_update().filter(slug__in=names).values_list("slug", "pk"))
+    gone = sorted(names - found.keys())
+    if gone:
+        raise ScenarioValidationError(
+            {"workload": [f"unknown trace {name!r} (deleted meanwhile)" for name in gone]}
+        )
+    wanted = set(found.values())
+    existing = TraceReference.objects.filter(**{field_name: row})
+    existing.exclude(trace_id__in=wanted).delete()
+    have = set(existing.values_list("trace_id", flat=True))
+    TraceReference.objects.bulk_create(
+        TraceReference(trace_id=pk, **{field_name: row}) for pk in sorted(wanted - have)
+    )
+
+
+def _enqueue_trace_parse(trace_id: int) -> None:
+    """Send the parse task; a broker failure is logged (the row stays ``queued``)."""
+    from simulations.tasks import parse_trace
+
+    try:
+        parse_trace.delay(trace_id)
+    except Exception:
+        logger.exception("could not queue the parse of trace %s", trace_id)
+
+
+def trace_parse_claim(
+    trace_id: int, *, resume_attempt: int | None = None, now: datetime | None = None
+) -> int | None:
+    """Claim the parse of ``trace_id`` with one conditional UPDATE; the attempt number, or
+    None when it is not claimable (parsed, failed, or held by a live attempt).
+
+    Claimable: queued; running whose attempt started longer ago than the task time limit
+    (its worker died); or running under ``resume_attempt`` (a retry after a transient
+    error). After ``HETPLANNER_MAX_ATTEMPTS`` deliveries the trace fails instead.
+    """
+    now = now or timezone.now()
+    row = Trace.objects.filter(pk=trace_id).values("parse_attempts").first()
+    if row is None:
+        return None
+    attempts = row["parse_attempts"]
+    lost_before = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    claimable = Q(parse_status=TraceParseStatus.QUEUED) | Q(
+        parse_status=TraceParseStatus.RUNNING, parse_started_at__lt=lost_before
+    )
+    if resume_attempt is not None:
+        claimable |= Q(parse_status=TraceParseStatus.RUNNING, parse_attempts=resume_attempt)
+    guard = Trace.objects.filter(claimable, pk=trace_id, parse_attempts=attempts)
+    if attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
+        guard.update(
+            parse_status=TraceParseStatus.FAILED,
+            parse_error=f"gave up after {attempts} attempts: the worker parsing it was lost",
+            upload_text="",
+        )
+        return None
+    changed = guard.update(
+        parse_status=TraceParseStatus.RUNNING,
+        parse_attempts=attempts + 1,
+        parse_started_at=now,
+    )
+    return attempts + 1 if changed else None
+
+
+def trace_parse_run(trace_id: int, attempt: int) -> str:
+    """Parse the claimed trace's text and store the columns (``done``) or the error naming
+    the line (``failed``), by a conditional update under the claimed attempt."""
+    row = Trace.objects.filter(pk=trace_id).values("slug", "upload_text").first()
+    if row is None:
+        return "gone"
+    mine = Trace.objects.filter(
+        pk=trace_id, parse_status=TraceParseStatus.RUNNING, parse_attempts=attempt
+    )
+    try:
+        values = trace_parse(slug=row["slug"], text=row["upload_text"])
+    except ValidationError as exc:
+        message = "; ".join(exc.messages)[:4000]
+        mine.update(parse_status=TraceParseStatus.FAILED, parse_error=message, upload_text="")
+        return "failed"
+    done = mine.update(parse_status=TraceParseStatus.DONE, parse_error="", upload_text="", **values)
+    return "done" if done else "lost"
 
 
 # --- workloads and scenarios -----------------------------------------------------------------
@@ -309,42 +717,64 @@ def _document_size_check(document: Any) -> None:
         )
 
 
-def scenario_validate(document: Any) -> ScenarioSpec:
-    """Parse ``document`` against the catalog in the database (ScenarioValidationError)."""
+def visible_traces(user: Any) -> Any:
+    """The traces ``user`` may use (None: every trace — workers and the CLI, which run
+    documents validated when they were submitted)."""
+    return None if user is None else selectors.traces_visible_to(user)
+
+
+def scenario_validate(document: Any, *, user: Any = None) -> ScenarioSpec:
+    """Parse ``document`` against the catalog in the database (ScenarioValidationError).
+
+    With ``user``, a trace name resolves only among the traces that user may use (their
+    own, shared and public ones): another user's private trace is an unknown trace.
+    """
     _document_size_check(document)
-    traces = traces_from_db(scenario_rules.trace_names(document))
+    traces = traces_from_db(scenario_rules.trace_names(document), visible_traces(user))
     return scenario_rules.parse_scenario(document, catalog_from_db(), traces=traces)
 
 
 def scenario_create(*, owner: Any, document: Any, shared: bool = False) -> Scenario:
-    """Validate and store a scenario document owned by ``owner``.
+    """Validate and store a scenario document owned by ``owner``, and record the traces it
+    uses (so they cannot be deleted under it).
 
     Raises ScenarioValidationError (every problem, keyed by JSON path); nothing is stored then.
     """
-    spec = scenario_validate(document)
-    return Scenario.objects.create(owner=owner, name=spec.name, document=document, shared=shared)
+    spec = scenario_validate(document, user=owner)
+    with transaction.atomic():
+        scenario = Scenario.objects.create(
+            owner=owner, name=spec.name, document=document, shared=shared
+        )
+        trace_references_set(scenario_rules.trace_names(document), scenario=scenario)
+    return scenario
 
 
 def scenario_update(
     *, scenario: Scenario, document: Any = None, shared: bool | None = None
 ) -> Scenario:
-    """Replace the document and/or the sharing flag (validated like :func:`scenario_create`)."""
+    """Replace the document and/or the sharing flag (validated like :func:`scenario_create`;
+    the recorded trace references follow the new document)."""
     fields = ["updated_at"]
     if document is not None:
-        spec = scenario_validate(document)
+        spec = scenario_validate(document, user=scenario.owner)
         scenario.document, scenario.name = document, spec.name
         fields += ["document", "name"]
     if shared is not None:
         scenario.shared = shared
         fields.append("shared")
-    scenario.save(update_fields=fields)
+    with transaction.atomic():
+        scenario.save(update_fields=fields)
+        if document is not None:
+            trace_references_set(scenario_rules.trace_names(document), scenario=scenario)
     return scenario
 
 
 def workload_validate(workload: Workload) -> WorkloadSpec:
-    """Validate a (possibly unsaved) Workload row as a scenario's ``workload`` object."""
+    """Validate a (possibly unsaved) Workload row as a scenario's ``workload`` object (its
+    trace must be one its owner may use)."""
     doc = workload.to_document()
-    traces = traces_from_db(scenario_rules.workload_trace_names(doc))
+    user = workload.owner if workload.owner_id is not None else None
+    traces = traces_from_db(scenario_rules.workload_trace_names(doc), visible_traces(user))
     return scenario_rules.parse_workload(doc, traces=traces)
 
 
@@ -387,7 +817,8 @@ def simulation_run_create(*, scenario: Scenario, owner: Any) -> SimulationRun:
     """
     if scenario.owner_id != owner.pk and not scenario.shared:
         raise PermissionDenied("not your scenario")
-    scenario_validate(scenario.document)
+    # The scenario's owner chose its traces (and shared the scenario): resolve them as theirs.
+    scenario_validate(scenario.document, user=scenario.owner)
     now = timezone.now()
     with transaction.atomic():
         run = SimulationRun.objects.create(

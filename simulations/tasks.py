@@ -189,6 +189,28 @@ def run_simulation(self: Any, run_id: int, resume_attempt: int | None = None) ->
     return "succeeded" if stored else "discarded"
 
 
+@shared_task(name="simulations.parse_trace", **JOB_TASK_OPTIONS, **TIME_LIMITS)
+def parse_trace(self: Any, trace_id: int, resume_attempt: int | None = None) -> str:
+    """Claim the parse of an uploaded trace (one conditional update) and store its columns
+    or the error naming the line, once (issue 16: large uploads leave the web request)."""
+    close_old_connections()
+    attempt = resume_attempt
+    try:
+        attempt = services.trace_parse_claim(trace_id, resume_attempt=resume_attempt)
+        if attempt is None:
+            return "skipped"
+        return services.trace_parse_run(trace_id, attempt)
+    except TRANSIENT_ERRORS as exc:
+        countdown = backoff(self)
+        logger.warning("trace %s: transient error, retrying in %ss: %s", trace_id, countdown, exc)
+        raise self.retry(
+            exc=exc,
+            countdown=countdown,
+            args=(),
+            kwargs={"trace_id": trace_id, "resume_attempt": attempt},
+        ) from exc
+
+
 @shared_task(name="simulations.reconcile_runs")
 def reconcile_runs() -> dict[str, list[int]]:
     """Re-queue runs stuck with a stale heartbeat; re-send queued runs whose message is lost."""

@@ -160,6 +160,7 @@ def ensure_traces(example: Example) -> list[str]:
     """Store the traces ``example`` names (once; later calls find them) and return their
     slugs. Raises ValidationError if a trace file does not parse."""
     from simulations import services
+    from simulations.choices import TraceVisibility
     from simulations.models import Trace
 
     slugs = []
@@ -169,6 +170,13 @@ def ensure_traces(example: Example) -> list[str]:
         slug, title, source = TRACE_FILES[name]
         if not Trace.objects.filter(slug=slug).exists():
             path = example.path.parent / name
-            services.trace_import(slug=slug, name=title, text=path.read_bytes(), source=source)
+            # Shipped with the app: part of the built-in catalog, usable by everyone.
+            services.trace_import(
+                slug=slug,
+                name=title,
+                text=path.read_bytes(),
+                source=source,
+                visibility=TraceVisibility.PUBLIC,
+            )
         slugs.append(slug)
     return slugs

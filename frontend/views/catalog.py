@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
@@ -17,11 +18,14 @@ from frontend import analysis
 from frontend.charts import chart
 from frontend.charts.roofline import roofline_figure
 from frontend.forms import HfImportForm
-from frontend.views.common import validation_messages
+from frontend.views.common import catalog_editor_required, validation_messages
 from simulations import selectors, services
 from simulations.adapters import device_spec, model_spec, runtime_spec
 from simulations.choices import DeviceKind
 from simulations.models import Device, LLMModel, RuntimeProfile
+from simulations.permissions import can_edit_catalog
+
+logger = logging.getLogger(__name__)
 
 #: Device columns the detail page lists in this order (plus memory tiers and links).
 DEVICE_FIELDS = (
@@ -57,6 +61,22 @@ DEVICE_FIELDS = (
     "cpu_simd_width_bits",
     "cpu_clock_ghz",
 )
+
+
+def _cache_get(key: str) -> Any:
+    # a cache outage must not fail the page: the figure is computed again
+    try:
+        return cache.get(key)
+    except Exception:  # any cache backend error means "not cached"
+        logger.warning("catalog cache unavailable (get %s)", key, exc_info=True)
+        return None
+
+
+def _cache_set(key: str, value: Any) -> None:
+    try:
+        cache.set(key, value, 24 * 3600)
+    except Exception:  # see _cache_get
+        logger.warning("catalog cache unavailable (set %s)", key, exc_info=True)
 
 
 def overview(request: HttpRequest) -> HttpResponse:
@@ -150,19 +170,27 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
     runtimes = list(RuntimeProfile.objects.filter(device_kind=device.kind).order_by("slug"))
     roofs: list[dict[str, Any]] = []
     roof_chart = None
-    if device.memory_tiers.exists() and device.kind in analysis.ROOFLINE_KINDS:
-        spec = device_spec(device)
-        roofs = analysis.device_roofs(spec, [runtime_spec(r) for r in runtimes])
-        if roofs:
-            roof_chart = chart(
-                "roofline",
-                roofline_figure(
-                    roofs,
-                    f"Roofline of {device.name}",
-                    subtitle="datasheet roof (solid) and the roof each runtime profile achieves "
-                    "(dotted)",
-                ),
-            )
+    if device.memory_tiers.all() and device.kind in analysis.ROOFLINE_KINDS:
+        # the roofs evaluate the device and runtime models (the page's main cost): cached
+        # per device and catalog version, so any catalog edit gives fresh figures
+        key = f"device-roofline:v1:{device.slug}:{selectors.catalog_version()}"
+        cached = _cache_get(key)
+        if isinstance(cached, tuple) and len(cached) == 2:
+            roofs, roof_chart = cached
+        else:
+            spec = device_spec(device)
+            roofs = analysis.device_roofs(spec, [runtime_spec(r) for r in runtimes])
+            if roofs:
+                roof_chart = chart(
+                    "roofline",
+                    roofline_figure(
+                        roofs,
+                        f"Roofline of {device.name}",
+                        subtitle="datasheet roof (solid) and the roof each runtime profile "
+                        "achieves (dotted)",
+                    ),
+                )
+            _cache_set(key, (roofs, roof_chart))
     return render(
         request,
         "frontend/catalog/device_detail.html",
@@ -186,7 +214,7 @@ def model_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "frontend/catalog/model_list.html",
-        {"rows": rows, "form": HfImportForm()},
+        {"rows": rows, "form": HfImportForm(), "can_edit_catalog": can_edit_catalog(request.user)},
     )
 
 
@@ -226,43 +254,38 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-@login_required
+@catalog_editor_required
 @require_POST
 def model_import(request: HttpRequest) -> HttpResponse:
-    """Create a model from a Hugging Face ``config.json`` (pasted or uploaded).
+    """Create or replace a model from a Hugging Face ``config.json`` (pasted or uploaded).
 
-    A planner may add a new slug; replacing an existing model is for staff (it changes what
-    every scenario using it simulates)."""
+    Catalog editors only (the API's rule): a model is shared by every user, so adding or
+    replacing one changes what everyone can simulate."""
     form = HfImportForm(request.POST, request.FILES)
-    errors: dict[str, list[str]] = {}
     if form.is_valid():
         slug = form.cleaned_data["slug"]
-        exists = LLMModel.objects.filter(slug=slug).exists()
-        if exists and not request.user.is_staff:
-            form.add_error("slug", "a model with this slug exists; only staff may replace it")
-        else:
-            try:
-                model = services.hf_model_import(
-                    config=form.config_text(),
-                    slug=slug,
-                    name=form.cleaned_data["name"] or slug,
-                    origin=form.cleaned_data["origin"] or "Hugging Face config.json",
+        try:
+            model = services.hf_model_import(
+                config=form.config_text(),
+                slug=slug,
+                name=form.cleaned_data["name"] or slug,
+                origin=form.cleaned_data["origin"] or "Hugging Face config.json",
+            )
+        except ValidationError as exc:
+            for key, msgs in validation_messages(exc).items():
+                target = (
+                    key if key in form.fields else ("config" if key in ("text", "config") else None)
                 )
-            except ValidationError as exc:
-                errors = validation_messages(exc)
-                for key, msgs in errors.items():
-                    target = (
-                        key
-                        if key in form.fields
-                        else ("config" if key in ("text", "config") else None)
-                    )
-                    for m in msgs:
-                        form.add_error(target, m if target else f"{key}: {m}")
-            else:
-                messages.success(request, f"Imported {model.slug}.")
-                return redirect("frontend:model_detail", slug=model.slug)
+                for m in msgs:
+                    form.add_error(target, m if target else f"{key}: {m}")
+        else:
+            messages.success(request, f"Imported {model.slug}.")
+            return redirect("frontend:model_detail", slug=model.slug)
     models = list(selectors.model_list())
     rows = [{"model": m, "facts": analysis.model_facts(model_spec(m))} for m in models]
     return render(
-        request, "frontend/catalog/model_list.html", {"rows": rows, "form": form}, status=400
+        request,
+        "frontend/catalog/model_list.html",
+        {"rows": rows, "form": form, "can_edit_catalog": True},
+        status=400,
     )

@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import wraps
 from typing import Any
 
-from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
 
 from simulations import selectors
-from simulations.models import Device, LLMModel, RuntimeProfile, Trace
+from simulations.choices import TraceParseStatus
+from simulations.models import Device, LLMModel, RuntimeProfile
+from simulations.permissions import can_edit_catalog
+
+View = Callable[..., HttpResponse]
+
+
+def catalog_editor_required(view: View) -> View:
+    """Let only catalog editors (:func:`simulations.permissions.can_edit_catalog`, the rule
+    the API applies too) reach ``view``: anonymous users go to the sign-in page, other
+    signed-in users get 403 before the view reads the request, so nothing is stored."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not can_edit_catalog(request.user):
+            raise PermissionDenied("Only staff may change the shared catalog.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
 
 
 def page_number(request: HttpRequest) -> int:
@@ -49,7 +71,12 @@ def catalog_choices(user: Any) -> dict[str, Any]:
         )
     )
     models = list(LLMModel.objects.order_by("slug").values("slug", "name"))
-    traces = list(Trace.objects.order_by("slug").values("slug", "name", "request_count"))
+    traces = list(
+        selectors.traces_visible_to(user)
+        .filter(parse_status=TraceParseStatus.DONE)
+        .order_by("slug")
+        .values("slug", "name", "request_count")
+    )
     workloads = list(selectors.workloads_visible_to(user).order_by("name"))
     return {
         "devices": devices,

@@ -3,17 +3,22 @@ the exports (result CSV/JSON, scenario document) and the figures loaded after th
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
@@ -40,12 +45,24 @@ from simulations.models import Scenario, SimulationRun
 LAZY_FIGURES = ("roofline", "h2m2")
 
 
-def _run_or_404(request: HttpRequest, pk: Any) -> SimulationRun:
-    """A run of the signed-in user; 404 for anyone else's (no hint that it exists)."""
+def _run_or_404(request: HttpRequest, pk: Any, *, defer_result: bool = False) -> SimulationRun:
+    """A run of the signed-in user; 404 for anyone else's (no hint that it exists).
+
+    ``defer_result`` leaves the result document (about 1 MB of JSON for a 10-system run)
+    unread until :func:`_result_of` asks for it — pages that find what they need in the
+    cache never read it."""
+    qs = selectors.runs_visible_to(request.user)
+    if defer_result:
+        qs = qs.defer("result")
     try:
-        return selectors.run_get_for(request.user, int_or_404(pk))
+        return qs.get(pk=int_or_404(pk))
     except SimulationRun.DoesNotExist:
         raise Http404("no such run") from None
+
+
+def _result_of(run: SimulationRun) -> Any:
+    """The run's result document (read now if it was deferred)."""
+    return run.result
 
 
 def submit_run(request: HttpRequest, scenario: Scenario) -> SimulationRun | None:
@@ -125,19 +142,34 @@ def _baseline(request: HttpRequest, n: int) -> int:
 @login_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The run page: lifecycle, then the comparison of the systems once it succeeded."""
-    run = _run_or_404(request, pk)
-    systems = results.systems_of(run.result) if run.status == RunStatus.SUCCEEDED else []
-    baseline = _baseline(request, len(systems))
+    run = _run_or_404(request, pk, defer_result=True)
     context: dict[str, Any] = {
         "run": run,
         "status": _status_payload(run),
         "document": run.document,
         "events": list(selectors.run_events(run)),
-        "systems": systems,
-        "baseline": baseline,
+        "systems": [],
+        "baseline": 0,
     }
-    if systems:
-        context.update(_comparison(run, systems, baseline, request))
+    if run.status == RunStatus.SUCCEEDED:
+        # the comparison (summary table, selectors) depends only on the stored result and
+        # the query: cached per result version, so a page view reads no result document
+        key = _view_cache_key("run-page", run, request)
+        comparison = _cache_get(key)
+        if not isinstance(comparison, dict):
+            systems = results.systems_of(_result_of(run))
+            baseline = _baseline(request, len(systems))
+            comparison = {
+                "systems": [
+                    {"name": s.get("name", f"system {i}"), "policy": s.get("policy", "")}
+                    for i, s in enumerate(systems)
+                ],
+                "baseline": baseline,
+            }
+            if systems:
+                comparison.update(_comparison(run, systems, baseline, request))
+            _cache_set(key, comparison)
+        context.update(comparison)
     return render(request, "frontend/runs/detail.html", context)
 
 
@@ -153,45 +185,51 @@ def _selected(request: HttpRequest, param: str, choices: list[int]) -> int:
     return choices[0] if choices else -1
 
 
-def _comparison(
-    run: SimulationRun, systems: list[Any], baseline: int, request: HttpRequest
-) -> dict[str, Any]:
-    slo = (run.document or {}).get("slo") or {}
-    charts = [
-        chart("efficiency", efficiency_figure(systems, baseline)),
-        chart("latency-cdf", latency_cdf_figure(systems, slo)),
-        chart("latency-percentiles", latency_percentile_figure(systems)),
-        chart("utilisation", utilisation_figure(systems)),
-        chart("energy", energy_figure(systems)),
-    ]
-    with_timeline = [i for i, s in enumerate(systems) if s.get("timeline")]
-    selected = _selected(request, "timeline", with_timeline)
-    timeline = chart("timeline", timeline_figure(systems[selected])) if selected >= 0 else None
-    with_placement = [
+#: The comparison charts the run page loads from ``charts.json`` (element id, label).
+COMPARISON_CHARTS = (
+    ("efficiency", "Throughput, latency and cost relative to the baseline"),
+    ("latency-cdf", "Latency CDFs"),
+    ("latency-percentiles", "Latency percentiles"),
+    ("utilisation", "Device utilisation"),
+    ("energy", "Energy"),
+)
+#: Rendered charts stay cached this long; the key holds the run's result version, so a
+#: stale entry can only be one nobody asks for any more.
+CHARTS_CACHE_S = 24 * 3600
+
+logger = logging.getLogger(__name__)
+
+
+def _with_timeline(systems: list[Any]) -> list[int]:
+    return [i for i, s in enumerate(systems) if s.get("timeline")]
+
+
+def _with_placement(systems: list[Any]) -> list[int]:
+    return [
         i
         for i, s in enumerate(systems)
         if isinstance(s.get("heterollm"), dict) and s["heterollm"].get("placement")
     ]
+
+
+def _comparison(
+    run: SimulationRun, systems: list[Any], baseline: int, request: HttpRequest
+) -> dict[str, Any]:
+    """The run page's comparison without its figures: the page only holds their places and
+    the URL of ``charts.json`` (the figures of a 10-system run are ~800 KB of JSON)."""
+    with_timeline = _with_timeline(systems)
+    selected = _selected(request, "timeline", with_timeline)
+    with_placement = _with_placement(systems)
     shown = _selected(request, "placement", with_placement)
-    placement = None
-    if shown >= 0:
-        block = systems[shown]["heterollm"]
-        placement = chart(
-            "placement",
-            heterollm_placement_figure(
-                block["placement"],
-                f"HeteroLLM per-kernel backend placement — {esc(systems[shown].get('name', ''))} "
-                f"(mode {block.get('mode', '?')}, prompt of "
-                f"{block.get('representative_prompt_tokens', '?')} tokens)",
-            ),
-        )
     h2m2 = any(s.get("policy") == "h2m2" for s in systems)
+    query = urlencode({"baseline": baseline, "timeline": selected, "placement": shown})
     return {
-        "charts": charts,
-        "timeline": timeline,
+        "charts": COMPARISON_CHARTS,
+        "charts_src": f"{reverse('frontend:run_charts', args=[run.pk])}?{query}",
+        "timeline": selected >= 0,
         "timeline_systems": [(i, systems[i].get("name", f"system {i}")) for i in with_timeline],
         "timeline_selected": selected,
-        "placement": placement,
+        "placement": shown >= 0,
         "placement_systems": [(i, systems[i].get("name", f"system {i}")) for i in with_placement],
         "placement_selected": shown,
         "summary": results.summary_rows(systems, baseline),
@@ -206,31 +244,130 @@ def _comparison(
     }
 
 
+def _charts_json(
+    run: SimulationRun, systems: list[Any], baseline: int, request: HttpRequest
+) -> str:
+    """``{"charts": {element id: Plotly figure}}`` of the run page's comparison (the JSON
+    text, built from each figure's own JSON without decoding it again)."""
+    slo = (run.document or {}).get("slo") or {}
+    built = [
+        chart("efficiency", efficiency_figure(systems, baseline)),
+        chart("latency-cdf", latency_cdf_figure(systems, slo)),
+        chart("latency-percentiles", latency_percentile_figure(systems)),
+        chart("utilisation", utilisation_figure(systems)),
+        chart("energy", energy_figure(systems)),
+    ]
+    selected = _selected(request, "timeline", _with_timeline(systems))
+    if selected >= 0:
+        built.append(chart("timeline", timeline_figure(systems[selected])))
+    shown = _selected(request, "placement", _with_placement(systems))
+    if shown >= 0:
+        block = systems[shown]["heterollm"]
+        built.append(
+            chart(
+                "placement",
+                heterollm_placement_figure(
+                    block["placement"],
+                    f"HeteroLLM per-kernel backend placement — "
+                    f"{esc(systems[shown].get('name', ''))} (mode {block.get('mode', '?')}, "
+                    f"prompt of {block.get('representative_prompt_tokens', '?')} tokens)",
+                ),
+            )
+        )
+    body = ",".join(f"{json.dumps(c.id)}:{c.json}" for c in built)
+    return f'{{"charts":{{{body}}}}}'
+
+
+def _result_version(run: SimulationRun) -> str:
+    """Names the stored result: the run, the attempt that stored it and when."""
+    finished = run.finished_at.timestamp() if run.finished_at else 0
+    return f"{run.pk}:{run.attempts}:{finished}"
+
+
+def _view_cache_key(kind: str, run: SimulationRun, request: HttpRequest, *extra: str) -> str:
+    """A cache key for what ``kind`` renders of the run's result: the result version and
+    the query parameters the rendering depends on (hashed: they are user input)."""
+    params = "|".join(request.GET.get(p, "")[:16] for p in ("baseline", "timeline", "placement"))
+    digest = hashlib.sha256("|".join((params, *extra)).encode()).hexdigest()[:24]
+    return f"{kind}:v1:{_result_version(run)}:{digest}"
+
+
+def _cache_get(key: str) -> Any:
+    # a cache outage must not fail the page: what was cached is simply built again
+    try:
+        return cache.get(key)
+    except Exception:  # any cache backend error means "not cached"
+        logger.warning("run page cache unavailable (get %s)", key, exc_info=True)
+        return None
+
+
+def _cache_set(key: str, value: Any) -> None:
+    try:
+        cache.set(key, value, CHARTS_CACHE_S)
+    except Exception:  # see _cache_get
+        logger.warning("run page cache unavailable (set %s)", key, exc_info=True)
+
+
 @login_required
 @require_GET
-def run_figure(request: HttpRequest, pk: int, name: str) -> JsonResponse:
-    """A figure that calls the core (roofline, H2M2 footprint), as Plotly JSON."""
-    run = _run_or_404(request, pk)
+def run_charts(request: HttpRequest, pk: int) -> HttpResponse:
+    """The comparison charts of the run page as Plotly JSON (loaded after the page),
+    cached per run and result version."""
+    run = _run_or_404(request, pk, defer_result=True)
+    if run.status != RunStatus.SUCCEEDED:
+        raise Http404("the run has no result")
+    key = _view_cache_key("run-charts", run, request)
+    body = _cache_get(key)
+    if not isinstance(body, str):
+        result = _result_of(run)
+        if result is None:
+            raise Http404("the run has no result")
+        systems = results.systems_of(result)
+        body = _charts_json(run, systems, _baseline(request, len(systems)), request)
+        _cache_set(key, body)
+    response = HttpResponse(body, content_type="application/json")
+    response["Cache-Control"] = "private, max-age=300"
+    return response
+
+
+@login_required
+@require_GET
+def run_figure(request: HttpRequest, pk: int, name: str) -> HttpResponse:
+    """A figure that calls the core (roofline, H2M2 footprint), as Plotly JSON.
+
+    Cached per run and catalog version: the figure evaluates the current catalog's device
+    models at the run's scenario, so a catalog edit gives a new figure."""
+    run = _run_or_404(request, pk, defer_result=True)
     if run.status != RunStatus.SUCCEEDED or name not in LAZY_FIGURES:
         raise Http404("no such figure")
-    try:
-        spec = services.scenario_validate(run.document)
-    except ScenarioValidationError as exc:
-        return JsonResponse(
-            {"error": f"the run's scenario no longer validates against the catalog: {exc}"},
-            status=409,
-        )
+    key = _view_cache_key(f"run-figure-{name}", run, request, selectors.catalog_version())
+    body = _cache_get(key)
+    if not isinstance(body, str):
+        try:
+            spec = services.scenario_validate(run.document)
+        except ScenarioValidationError as exc:
+            return JsonResponse(
+                {"error": f"the run's scenario no longer validates against the catalog: {exc}"},
+                status=409,
+            )
+        body = json.dumps(_figure_payload(spec, name))
+        _cache_set(key, body)
+    return HttpResponse(body, content_type="application/json")
+
+
+def _figure_payload(spec: Any, name: str) -> dict[str, Any]:
+    """``{"figure": Plotly JSON or None, "notes": [...]}`` of a lazy figure."""
     if name == "roofline":
         series, notes, (prompt, output) = analysis.scenario_rooflines(spec)
         if not series:
-            return JsonResponse({"figure": None, "notes": notes})
+            return {"figure": None, "notes": notes}
         fig = roofline_figure(
             series,
             "Roofline with the scenario's operating points",
             subtitle=f"prefill of a {prompt}-token prompt and the average decode step over "
             f"{output} output tokens, batch 1 · datasheet roof solid, stack roof dotted",
         )
-        return JsonResponse({"figure": figure_dict(fig), "notes": notes})
+        return {"figure": figure_dict(fig), "notes": notes}
     rows: list[dict[str, Any]] = []
     notes = []
     title = "H2M2 HBM footprint by sublayer"
@@ -244,9 +381,9 @@ def run_figure(request: HttpRequest, pk: int, name: str) -> JsonResponse:
         if note:
             notes.append(f"{system.name}: {note}")
     if not rows:
-        return JsonResponse({"figure": None, "notes": notes})
+        return {"figure": None, "notes": notes}
     fig = h2m2_footprint_figure(rows, f"{title} (batch {rows[0]['batch']}, as H2M2 Fig. 14)")
-    return JsonResponse({"figure": figure_dict(fig), "notes": notes})
+    return {"figure": figure_dict(fig), "notes": notes}
 
 
 @login_required

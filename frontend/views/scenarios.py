@@ -186,7 +186,7 @@ def _builder_post(request: HttpRequest, scenario: Scenario | None) -> HttpRespon
     document = state.to_document(saved_workload_documents(workloads))
     errors: dict[str, list[str]] = {}
     try:
-        services.scenario_validate(document)
+        services.scenario_validate(document, user=request.user)
     except ScenarioValidationError as exc:
         errors = exc.errors
     if not errors and not state.has_errors:

@@ -10,23 +10,33 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from frontend.charts import chart
 from frontend.charts.workload import arrival_rate_figure, lengths_figure
 from frontend.forms import TraceUploadForm, WorkloadForm, workload_error_field
 from frontend.views.common import int_or_404, validation_messages
 from simulations import selectors, services
+from simulations.choices import TraceParseStatus
 from simulations.core.engine.requests import generate_requests
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.models import Trace, Workload
+from simulations.permissions import can_delete_trace
 
 
-def _trace_choices() -> list[tuple[str, str]]:
+def _trace_choices(user: Any) -> list[tuple[str, str]]:
     return [
         (t.slug, f"{t.name} ({t.request_count} requests)")
-        for t in selectors.trace_list().only("slug", "name", "request_count")
+        for t in selectors.traces_visible_to(user)
+        .filter(parse_status=TraceParseStatus.DONE)
+        .only("slug", "name", "request_count")
     ]
+
+
+def _traces(user: Any) -> list[Trace]:
+    """The traces ``user`` may see, for the list (without their parsed data)."""
+    return list(selectors.traces_visible_to(user).defer("data").select_related("owner"))
 
 
 @login_required
@@ -37,7 +47,7 @@ def workload_list(request: HttpRequest) -> HttpResponse:
         "frontend/workloads/list.html",
         {
             "workloads": list(selectors.workloads_visible_to(request.user).order_by("name")),
-            "traces": list(selectors.trace_list()),
+            "traces": _traces(request.user),
             "upload_form": TraceUploadForm(),
         },
     )
@@ -68,13 +78,17 @@ def _initial_from(workload: Workload) -> dict[str, Any]:
 @login_required
 def workload_new(request: HttpRequest) -> HttpResponse:
     """The workload editor (``?from=<id>`` starts from a copy of a readable workload)."""
-    traces = _trace_choices()
+    traces = _trace_choices(request.user)
     if request.method == "POST":
         form = WorkloadForm(request.POST, traces=traces)
         if form.is_valid():
             fields = form.model_fields()
             slug = form.cleaned_data.get("trace") or ""
-            trace = Trace.objects.filter(slug=slug).first() if slug else None
+            trace = (
+                selectors.traces_visible_to(request.user).filter(slug=slug).first()
+                if slug
+                else None
+            )
             try:
                 workload = services.workload_create(
                     owner=request.user,
@@ -179,7 +193,8 @@ def trace_upload(request: HttpRequest) -> HttpResponse:
                 name=d["name"] or d["slug"],
                 text=d["file"].read(),
                 source=d["source"],
-                uploaded_by=request.user,
+                owner=request.user,
+                visibility=d["visibility"],
             )
         except ValidationError as exc:
             for key, msgs in validation_messages(exc).items():
@@ -187,26 +202,57 @@ def trace_upload(request: HttpRequest) -> HttpResponse:
                 for m in msgs:
                     form.add_error(target, m)
         else:
-            messages.success(
-                request, f"Stored trace “{trace.slug}” ({trace.request_count} requests)."
-            )
+            if trace.parse_status == TraceParseStatus.DONE:
+                messages.success(
+                    request, f"Stored trace “{trace.slug}” ({trace.request_count} requests)."
+                )
+            else:
+                messages.info(
+                    request, f"Stored trace “{trace.slug}”; a worker is parsing it (large file)."
+                )
             return redirect("frontend:trace_detail", slug=trace.slug)
     return render(
         request,
         "frontend/workloads/list.html",
         {
             "workloads": list(selectors.workloads_visible_to(request.user).order_by("name")),
-            "traces": list(selectors.trace_list()),
+            "traces": _traces(request.user),
             "upload_form": form,
         },
         status=400,
     )
 
 
+def _visible_trace_or_404(user: Any, slug: str) -> Trace:
+    try:
+        return selectors.trace_get_for(user, slug)
+    except Trace.DoesNotExist:
+        raise Http404("no such trace") from None
+
+
 @login_required
 def trace_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """A trace: histogram of its lengths and its arrival rate over time."""
-    trace = get_object_or_404(Trace, slug=slug)
+    trace = _visible_trace_or_404(request.user, slug)
+    return _render_trace(request, trace)
+
+
+def _render_trace(
+    request: HttpRequest, trace: Trace, *, in_use: str = "", status: int = 200
+) -> HttpResponse:
+    context = {
+        "trace": trace,
+        "may_delete": can_delete_trace(request.user, trace),
+        "in_use": in_use,
+    }
+    if trace.parse_status != TraceParseStatus.DONE:
+        # queued, being parsed by a worker, or failed (the page says which, and why)
+        return render(
+            request,
+            "frontend/workloads/trace_detail.html",
+            {**context, "charts": [], "stats": {}},
+            status=status,
+        )
     data = trace.data or {}
     inputs = np.asarray(data.get("input_tokens") or [], dtype=np.float64)
     outputs = np.asarray(data.get("output_tokens") or [], dtype=np.float64)
@@ -228,5 +274,20 @@ def trace_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "frontend/workloads/trace_detail.html",
-        {"trace": trace, "charts": charts, "stats": stats},
+        {**context, "charts": charts, "stats": stats},
+        status=status,
     )
+
+
+@login_required
+@require_POST
+def trace_delete(request: HttpRequest, slug: str) -> HttpResponse:
+    """Delete a trace (its owner or staff): 409 with the trace page naming the scenarios,
+    sweeps, plans and workloads that still use it, and nothing deleted."""
+    trace = _visible_trace_or_404(request.user, slug)
+    try:
+        services.trace_delete(trace=trace, user=request.user)
+    except services.TraceInUseError as exc:
+        return _render_trace(request, trace, in_use=str(exc), status=409)
+    messages.success(request, f"Deleted trace “{slug}”.")
+    return redirect("frontend:workload_list")

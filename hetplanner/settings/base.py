@@ -70,6 +70,12 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'hetplanner.sqlite3'}"),
 }
 DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
+# Persistent connections (issue 16, Load): opening a PostgreSQL connection per request costs
+# a server backend and Django's connection setup on every page. Each web thread keeps its
+# connection for a minute, checked before reuse so a restarted database does not fail the
+# next request.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A worker process and the web server write the same file: wait for the lock instead of
     # failing, take the write lock when a transaction starts (no lock-upgrade deadlocks), and
@@ -167,6 +173,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Runs: how many times a run may be delivered to a worker before it is failed for good, and
 # after how many seconds without a heartbeat a running run counts as abandoned.
 HETPLANNER_MAX_ATTEMPTS = env.int("HETPLANNER_MAX_ATTEMPTS", default=3)
+# Trace uploads larger than this (bytes) are parsed by a worker, not in the web request
+# (issue 16): the bundled Azure traces (0.3 and 0.7 MB) stay synchronous.
+HETPLANNER_TRACE_ASYNC_BYTES = env.int("HETPLANNER_TRACE_ASYNC_BYTES", default=2 * 1024 * 1024)
 HETPLANNER_HEARTBEAT_STALE_S = env.int("HETPLANNER_HEARTBEAT_STALE_S", default=120)
 # How often a running task writes its progress and heartbeat (well below the stale limit).
 HETPLANNER_HEARTBEAT_INTERVAL_S = env.float("HETPLANNER_HEARTBEAT_INTERVAL_S", default=10.0)

@@ -34,6 +34,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not :memory:, so a worker process can open the same test database.
     TEST_TMP_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES["default"]["TEST"] = {"NAME": str(TEST_TMP_DIR / "test.sqlite3")}
+# Tests close every connection after each request, as before: a worker or server process
+# holding an idle connection would keep the test database from being dropped at the end.
+# The load benchmark's server sets DATABASE_CONN_MAX_AGE to measure the deployed setting.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
 if env("HETPLANNER_DB_NAME", default=""):
     # Set for worker processes started by the tests: use the test database directly.
     DATABASES["default"]["NAME"] = env("HETPLANNER_DB_NAME")

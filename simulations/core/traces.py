@@ -12,8 +12,10 @@ Bad rows raise :class:`~simulations.core.errors.SpecError` whose field names the
 
 from __future__ import annotations
 
+import io
 import math
 import re
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -72,36 +74,101 @@ def _parse_tokens(cell: str, where: str) -> int:
     return value
 
 
-def parse_azure_trace(text: str, name: str = "") -> TraceData:
-    """Parse the text of an Azure-format trace into arrival offsets and token lengths.
+def _text_lines(source: str | Iterable[str]) -> Iterator[str]:
+    """Lines of ``source`` without their terminators, read lazily.
 
-    Arrival offsets are seconds from the first row, so the first request arrives at 0.
-    Rows must be sorted by timestamp (non-decreasing), as the Azure files are.
+    A string is wrapped in a universal-newline :class:`io.StringIO` (CRLF, LF and CR
+    all end a line), so a 30 MB upload is never split into a million-element list up front.
     """
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    label = f"{name}: " if name else ""
-    if not lines:
+    stream: Iterable[str] = io.StringIO(source, newline=None) if isinstance(source, str) else source
+    for line in stream:
+        yield line.rstrip("\r\n")
+
+
+def count_rows_upto(source: str, cap: int) -> int | None:
+    """The 1-based line number of the first request row past ``cap`` rows, or None.
+
+    A cheap scan (no cell is parsed): it reads at most ``cap + 1`` lines, then only asks
+    whether any non-blank text follows. This is what lets a 1,000,000-row upload be
+    refused in milliseconds instead of after parsing every row.
+    """
+    buf = io.StringIO(source, newline=None)
+    lineno = 0
+    for _ in range(cap + 1):  # the header and ``cap`` rows
+        if not buf.readline():
+            return None
+        lineno += 1
+    rest = buf.read()
+    if not rest.strip():
+        return None
+    # the first non-blank line after the allowed ones
+    skipped = rest[: len(rest) - len(rest.lstrip())].count("\n")
+    return lineno + skipped + 1
+
+
+def _check_header(first: str | None, rest: Iterable[str], label: str) -> None:
+    if first is not None and first.startswith("\ufeff"):
+        first = first[1:]
+    if first is None or (not first.strip() and not any(line.strip() for line in rest)):
         raise SpecError(f"{label}trace line 1", "the trace is empty (expected a header row)")
-    header = tuple(c.strip() for c in lines[0].split(","))
+    header = tuple(c.strip() for c in first.split(","))
     if header != HEADER:
         raise SpecError(
             f"{label}trace line 1",
-            f"expected the header {','.join(HEADER)}, got {lines[0].strip()!r}",
+            f"expected the header {','.join(HEADER)}, got {first.strip()!r}",
         )
-    if len(lines) == 1:
-        raise SpecError(f"{label}trace line 2", "the trace has a header but no requests")
+
+
+def check_azure_header(text: str, name: str = "") -> None:
+    """Raise SpecError unless ``text`` starts with the Azure header row (reads one line:
+    the cheap check an upload gets before its rows are parsed later)."""
+    lines = _text_lines(text[1:] if text.startswith("\ufeff") else text)
+    _check_header(next(lines, None), lines, f"{name}: " if name else "")
+
+
+def parse_azure_trace(
+    source: str | Iterable[str], name: str = "", *, max_rows: int | None = None
+) -> TraceData:
+    """Parse an Azure-format trace (its text, or an iterable of its lines) into arrival
+    offsets and token lengths.
+
+    Arrival offsets are seconds from the first row, so the first request arrives at 0.
+    Rows must be sorted by timestamp (non-decreasing), as the Azure files are. With
+    ``max_rows``, a trace with more request rows is refused naming the line past the cap,
+    before any row is parsed when ``source`` is text, and as soon as that line is read
+    when it is a stream of lines.
+    """
+    label = f"{name}: " if name else ""
+    if isinstance(source, str):
+        if source.startswith("\ufeff"):
+            source = source[1:]
+        if max_rows is not None:
+            over = count_rows_upto(source, max_rows)
+            if over is not None:
+                raise SpecError(
+                    f"{label}trace line {over}",
+                    f"the trace has more than {max_rows} rows; at most {max_rows} rows are allowed",
+                )
+    lines = _text_lines(source)
+    _check_header(next(lines, None), lines, label)
 
     stamps: list[int] = []
     inputs: list[int] = []
     outputs: list[int] = []
-    for lineno, line in enumerate(lines[1:], start=2):
-        cells = line.split(",")
+    blank_at: int | None = None  # a blank line is an error only if a row follows it
+    for lineno, line in enumerate(lines, start=2):
         if not line.strip():
-            raise SpecError(f"{label}trace line {lineno}", "blank line inside the trace")
+            if blank_at is None:
+                blank_at = lineno
+            continue
+        if blank_at is not None:
+            raise SpecError(f"{label}trace line {blank_at}", "blank line inside the trace")
+        if max_rows is not None and len(stamps) >= max_rows:
+            raise SpecError(
+                f"{label}trace line {lineno}",
+                f"the trace has more than {max_rows} rows; at most {max_rows} rows are allowed",
+            )
+        cells = line.split(",")
         if len(cells) != len(HEADER):
             raise SpecError(
                 f"{label}trace line {lineno}",
@@ -116,6 +183,8 @@ def parse_azure_trace(text: str, name: str = "") -> TraceData:
         stamps.append(ts)
         inputs.append(_parse_tokens(cells[1], _field(name, lineno, 2)))
         outputs.append(_parse_tokens(cells[2], _field(name, lineno, 3)))
+    if not stamps:
+        raise SpecError(f"{label}trace line 2", "the trace has a header but no requests")
 
     t0 = stamps[0]
     arrival = tuple((s - t0) / 1e9 for s in stamps)

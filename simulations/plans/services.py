@@ -44,7 +44,13 @@ from simulations.jobs import (
 )
 from simulations.plans.models import ChunkStatus, Plan, PlanChunk, PlanResult, PlanStage
 from simulations.plans.models import StageStatus as Stage
-from simulations.services import MAX_ERROR_CHARS, _document_size_check, _json_safe
+from simulations.services import (
+    MAX_ERROR_CHARS,
+    _document_size_check,
+    _json_safe,
+    trace_references_set,
+    visible_traces,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -98,14 +104,14 @@ def _enqueue_chunks(chunk_ids: Sequence[int]) -> None:
 # --- create, validate, cancel ------------------------------------------------------------------
 
 
-def plan_validate(document: Any) -> PlanSpec:
+def plan_validate(document: Any, *, user: Any = None) -> PlanSpec:
     """Parse a plan document against the catalog in the database.
 
-    Trace names resolve to uploaded traces only (never to server paths). Raises
-    ScenarioValidationError keyed by JSON path.
+    Trace names resolve to uploaded traces only (never to server paths) — with ``user``,
+    only to the traces that user may use. Raises ScenarioValidationError keyed by JSON path.
     """
     _document_size_check(document)
-    traces = traces_from_db(trace_names(document))
+    traces = traces_from_db(trace_names(document), visible_traces(user))
     return parse_plan(document, catalog_from_db(), traces=traces)
 
 
@@ -117,7 +123,7 @@ def plan_create(*, spec: Any, owner: Any) -> Plan:
     QuotaExceededError when ``owner`` already has ``HETPLANNER_MAX_ACTIVE_PLANS_PER_USER``
     plans queued or running.
     """
-    parsed = plan_validate(spec)
+    parsed = plan_validate(spec, user=owner)
     now = timezone.now()
     limit = int(getattr(settings, "HETPLANNER_MAX_ACTIVE_PLANS_PER_USER", DEFAULT_MAX_ACTIVE_PLANS))
     with transaction.atomic():
@@ -137,6 +143,7 @@ def plan_create(*, spec: Any, owner: Any) -> Plan:
             stage_status=Stage.QUEUED,
             enqueued_at=now,
         )
+        trace_references_set(trace_names(spec), plan=plan)
         plan_id = plan.pk
         transaction.on_commit(lambda: _enqueue_stage(plan_id))
     return plan

@@ -40,7 +40,13 @@ from simulations.jobs import (
     requeue_stale,
     resend_lost,
 )
-from simulations.services import MAX_ERROR_CHARS, _document_size_check, _json_safe
+from simulations.services import (
+    MAX_ERROR_CHARS,
+    _document_size_check,
+    _json_safe,
+    trace_references_set,
+    visible_traces,
+)
 from simulations.sweeps.expand import (
     Axis,
     SweepValidationError,
@@ -87,7 +93,34 @@ def _index_for(axes: list[Axis], digits: list[int]) -> int:
     return index
 
 
-def sweep_validate(template: Any, axes_raw: Any) -> tuple[list[Axis], int]:
+def _probes(template: Any, axes: list[Axis]) -> list[tuple[str, dict[str, Any]]]:
+    """The documents tried at validation: the template, then each axis value with the other
+    axes at their first value (every value of every axis appears in one of them)."""
+    probes: list[tuple[str, dict[str, Any]]] = [
+        ("template", configuration_document(template, axes, 0))
+    ]
+    for i, axis in enumerate(axes):
+        for j in range(1, len(axis.values)):
+            digits = [0] * len(axes)
+            digits[i] = j
+            probes.append(
+                (
+                    f"axes[{i}].values[{j}]",
+                    configuration_document(template, axes, _index_for(axes, digits)),
+                )
+            )
+    return probes
+
+
+def sweep_trace_names(template: Any, axes: list[Axis]) -> set[str]:
+    """Every trace name the sweep's configurations use (the template's and the axes')."""
+    names: set[str] = set()
+    for _, doc in _probes(template, axes):
+        names |= scenario_rules.trace_names(doc)
+    return names
+
+
+def sweep_validate(template: Any, axes_raw: Any, *, user: Any = None) -> tuple[list[Axis], int]:
     """Validate a template and axes; return the axes and the configuration count.
 
     Order matters: the count is checked against ``HETPLANNER_SWEEP_MAX_CONFIGS`` before any
@@ -109,23 +142,12 @@ def sweep_validate(template: Any, axes_raw: Any) -> tuple[list[Axis], int]:
     total = check_count(axes, _max_configs())
     check_template_paths(template, axes)
     catalog = catalog_from_db()
-    probes: list[tuple[str, dict[str, Any]]] = [
-        ("template", configuration_document(template, axes, 0))
-    ]
-    for i, axis in enumerate(axes):
-        for j in range(1, len(axis.values)):
-            digits = [0] * len(axes)
-            digits[i] = j
-            probes.append(
-                (
-                    f"axes[{i}].values[{j}]",
-                    configuration_document(template, axes, _index_for(axes, digits)),
-                )
-            )
+    probes = _probes(template, axes)
     names: set[str] = set()
     for _, doc in probes:
         names |= scenario_rules.trace_names(doc)
-    traces = traces_from_db(names)
+    # With a user, traces resolve among those they may use (another's private one: unknown).
+    traces = traces_from_db(names, visible_traces(user))
     errors: dict[str, list[str]] = {}
     for where, doc in probes:
         try:
@@ -184,7 +206,7 @@ def sweep_create(
         raise SweepValidationError(
             {"name": ["must be a non-empty string of at most 200 characters"]}
         )
-    parsed, total = sweep_validate(template, axes)
+    parsed, total = sweep_validate(template, axes, user=owner)
     size = int(chunk_size or settings.HETPLANNER_SWEEP_CHUNK_SIZE)
     size = max(1, min(size, total))
     now = timezone.now()
@@ -204,6 +226,7 @@ def sweep_create(
             total=total,
             chunk_size=size,
         )
+        trace_references_set(sweep_trace_names(template, parsed), sweep=sweep)
         SweepChunk.objects.bulk_create(
             SweepChunk(
                 sweep=sweep,

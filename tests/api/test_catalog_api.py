@@ -156,7 +156,7 @@ def test_trace_upload_as_file_or_text(alice: APIClient, user: Any, catalog: Any)
     )
     assert created.status_code == 201, created.json()
     assert created.json()["request_count"] == 3
-    assert Trace.objects.get(slug="t1").uploaded_by == user
+    assert Trace.objects.get(slug="t1").owner == user
     as_text = alice.post(
         "/api/traces/", {"slug": "t2", "name": "again", "text": TRACE_CSV}, format="json"
     )
@@ -243,3 +243,25 @@ def test_policies_endpoint_lists_the_registry_with_roles_options_and_defaults(
     glitches = alice.get("/api/policies/glitches/").json()
     assert {r["name"] for r in glitches["roles"]} >= {"prefill", "decode"}
     assert alice.get("/api/policies/no-such-policy/").status_code == 404
+
+
+def test_a_large_trace_upload_is_accepted_queued_and_shows_its_parse_status(
+    alice: APIClient, catalog: Any, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from unittest import mock
+
+    from simulations import tasks
+
+    settings.HETPLANNER_TRACE_ASYNC_BYTES = 64
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        queued = alice.post(
+            "/api/traces/", {"slug": "big", "name": "big", "text": TRACE_CSV}, format="json"
+        )
+    assert queued.status_code == 202, queued.json()
+    assert queued.json()["parse_status"] == "queued"
+    assert queued.json()["request_count"] is None
+    assert len(callbacks) == 1
+    with mock.patch.object(tasks, "close_old_connections"):
+        tasks.parse_trace.apply(args=[queued.json()["id"]])
+    done = alice.get("/api/traces/big/").json()
+    assert (done["parse_status"], done["parse_error"], done["request_count"]) == ("done", "", 3)

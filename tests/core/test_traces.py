@@ -101,3 +101,43 @@ def test_it_loads_the_azure_files_as_documented(filename: str, rows: int, span_s
     assert t.arrival_s[-1] == pytest.approx(span_s, abs=0.05)
     assert all(b >= a for a, b in zip(t.arrival_s, t.arrival_s[1:], strict=False))
     assert t.name == filename
+
+
+def _rows(n: int) -> list[str]:
+    # one request per 0.1 s from 2023-11-16 00:00:00, all with valid cells
+    return [
+        f"2023-11-16 {i // 36000 % 24:02d}:{i // 600 % 60:02d}:{i // 10 % 60:02d}.{i % 10},5,5"
+        for i in range(n)
+    ]
+
+
+def test_it_stops_at_the_row_cap_and_names_the_cap_and_the_line() -> None:
+    # the rows past the cap are garbage: an error about the cap (not about the garbage)
+    # shows the parser stopped there instead of reading on
+    text = _crlf(*_rows(3), "2023-11-16 00:00:01.0,5,5", "not,a,row")
+    with pytest.raises(SpecError, match="at most 3 rows") as err:
+        parse_azure_trace(text, name="big.csv", max_rows=3)
+    assert "line 5" in err.value.field
+    assert "big.csv" in err.value.field
+
+
+def test_it_accepts_exactly_the_row_cap_with_trailing_blank_lines() -> None:
+    t = parse_azure_trace(_crlf(*_rows(3)) + "\r\n\r\n", max_rows=3)
+    assert len(t.arrival_s) == 3
+
+
+def test_it_rejects_a_million_row_trace_at_the_default_cap() -> None:
+    from simulations.core.scenario import MAX_TRACE_ROWS
+
+    text = _crlf(*_rows(1_000_000))
+    with pytest.raises(SpecError, match=f"at most {MAX_TRACE_ROWS} rows") as err:
+        parse_azure_trace(text, max_rows=MAX_TRACE_ROWS)
+    assert f"line {MAX_TRACE_ROWS + 2}" in err.value.field
+
+
+def test_it_reads_rows_from_a_stream_of_lines() -> None:
+    import io
+
+    stream = io.StringIO(_crlf(*_rows(4)), newline=None)
+    t = parse_azure_trace(stream, name="s")
+    assert len(t.input_tokens) == 4 and t.arrival_s[-1] == pytest.approx(0.3)

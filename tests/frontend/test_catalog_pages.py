@@ -69,34 +69,47 @@ def test_a_model_page_gives_parameter_count_and_kv_bytes(client: Any, seeded: An
     assert ">5.243e+05<" in html or ">524,288<" in html
 
 
-def test_a_hugging_face_config_becomes_a_model(alice_client: Any, seeded: Any) -> None:
-    response = alice_client.post(
+@pytest.fixture
+def staff_client(client: Any, staff: Any) -> Any:
+    """A test client signed in as the staff member carol (catalog writes are staff-only)."""
+    client.force_login(staff)
+    return client
+
+
+def test_a_hugging_face_config_becomes_a_model(staff_client: Any, seeded: Any) -> None:
+    response = staff_client.post(
         "/catalog/models/import/",
         {"slug": "my-llama-3b", "name": "My Llama 3B", "config": json.dumps(LLAMA_3B_CONFIG)},
     )
     assert response.status_code == 302
     model = LLMModel.objects.get(slug="my-llama-3b")
     assert (model.n_layers, model.n_kv_heads, model.tied_embeddings) == (28, 8, True)
-    html = alice_client.get("/catalog/models/my-llama-3b/").content.decode()
+    html = staff_client.get("/catalog/models/my-llama-3b/").content.decode()
     assert "GQA ×3" in html
 
 
-def test_a_broken_config_is_refused_beside_the_field(alice_client: Any, seeded: Any) -> None:
+def test_a_broken_config_is_refused_beside_the_field(staff_client: Any, seeded: Any) -> None:
     bad = dict(LLAMA_3B_CONFIG, num_key_value_heads=7)
-    response = alice_client.post(
+    response = staff_client.post(
         "/catalog/models/import/", {"slug": "bad-llama", "config": json.dumps(bad)}
     )
     assert response.status_code == 400
     assert not LLMModel.objects.filter(slug="bad-llama").exists()
     assert "errorlist" in response.content.decode()
-    response = alice_client.post("/catalog/models/import/", {"slug": "bad-llama", "config": "{"})
+    response = staff_client.post("/catalog/models/import/", {"slug": "bad-llama", "config": "{"})
     assert response.status_code == 400
     assert "not valid JSON" in response.content.decode()
 
 
-def test_only_staff_may_replace_a_catalog_model(alice_client: Any, seeded: Any) -> None:
+def test_only_staff_may_replace_a_catalog_model(alice_client: Any, staff: Any, seeded: Any) -> None:
     response = alice_client.post(
         "/catalog/models/import/", {"slug": "llama2-7b", "config": json.dumps(LLAMA_3B_CONFIG)}
     )
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert LLMModel.objects.get(slug="llama2-7b").n_layers == 32
+    alice_client.force_login(staff)
+    response = alice_client.post(
+        "/catalog/models/import/", {"slug": "llama2-7b", "config": json.dumps(LLAMA_3B_CONFIG)}
+    )
+    assert response.status_code == 302
+    assert LLMModel.objects.get(slug="llama2-7b").n_layers == 28

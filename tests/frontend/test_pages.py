@@ -115,6 +115,32 @@ def test_a_trace_upload_is_parsed_and_charted(alice_client: Any, seeded: Any) ->
     assert sum(rates["y"]) * (rates["x"][1] - rates["x"][0]) == pytest.approx(4)
 
 
+def test_a_large_trace_upload_shows_its_parse_status_then_its_error(
+    alice_client: Any, seeded: Any, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from unittest import mock
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from simulations import tasks
+
+    settings.HETPLANNER_TRACE_ASYNC_BYTES = 64
+    bad = TRACE_CSV + "2023-11-16 18:17:00.0,-5,10\n"
+    upload = SimpleUploadedFile("t.csv", bad.encode(), content_type="text/csv")
+    with django_capture_on_commit_callbacks(execute=False):
+        response = alice_client.post("/traces/upload/", {"slug": "later", "file": upload})
+    assert response.status_code == 302
+    page = alice_client.get("/traces/later/").content.decode()
+    assert 'data-parse-status="queued"' in page and "Queued for parsing" in page
+    listing = alice_client.get("/workloads/").content.decode()
+    assert "Queued for parsing" in listing
+    with mock.patch.object(tasks, "close_old_connections"):
+        tasks.parse_trace.apply(args=[Trace.objects.get(slug="later").pk])
+    page = alice_client.get("/traces/later/").content.decode()
+    assert 'data-parse-status="failed"' in page
+    assert "line 6" in page.split('id="trace-parse-error"', 1)[1][:600]
+
+
 def test_a_broken_trace_is_refused_naming_the_line(alice_client: Any, seeded: Any) -> None:
     from django.core.files.uploadedfile import SimpleUploadedFile
 

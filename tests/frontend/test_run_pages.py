@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import re
@@ -16,14 +17,29 @@ from simulations.models import SimulationRun
 pytestmark = pytest.mark.django_db
 
 
-def figures(html: str) -> dict[str, dict[str, Any]]:
+def figures(html_text: str) -> dict[str, dict[str, Any]]:
     """The Plotly figures embedded in a page, by element id."""
     out = {}
     for fig_id, body in re.findall(
-        r'<script type="application/json" id="([\w-]+)-data">(.*?)</script>', html, re.S
+        r'<script type="application/json" id="([\w-]+)-data">(.*?)</script>', html_text, re.S
     ):
         out[fig_id] = json.loads(body)
     return out
+
+
+def run_figures(client: Any, path: str) -> dict[str, dict[str, Any]]:
+    """The Plotly figures of a run page, by element id: the page names the URL of its
+    charts' data (``data-charts-src``), which is fetched as a browser does."""
+    page = client.get(path)
+    assert page.status_code == 200
+    src = re.search(r'data-charts-src="([^"]+)"', page.content.decode())
+    assert src is not None, "the page does not load its charts"
+    response = client.get(html.unescape(src.group(1)))
+    assert response.status_code == 200
+    charts: dict[str, dict[str, Any]] = response.json()["charts"]
+    for fig_id in charts:
+        assert f'id="{fig_id}"' in page.content.decode(), f"no element for chart {fig_id}"
+    return charts
 
 
 def test_the_run_page_compares_the_systems_normalised_to_the_baseline(
@@ -31,8 +47,8 @@ def test_the_run_page_compares_the_systems_normalised_to_the_baseline(
 ) -> None:
     response = alice_client.get(f"/runs/{glitches_run.pk}/")
     assert response.status_code == 200
-    html = response.content.decode()
-    figs = figures(html)
+    page = response.content.decode()
+    figs = run_figures(alice_client, f"/runs/{glitches_run.pk}/")
     assert {"efficiency", "latency-cdf", "latency-percentiles", "utilisation", "energy"} <= set(
         figs
     )
@@ -42,13 +58,13 @@ def test_the_run_page_compares_the_systems_normalised_to_the_baseline(
     expected = systems[1]["throughput_tok_s"] / systems[0]["throughput_tok_s"]
     assert bars[0]["y"][1] == pytest.approx(expected)
     assert "Throughput (tok/s)" in json.dumps(figs["efficiency"]["layout"])
-    assert 'aria-valuenow="100"' in html
+    assert 'aria-valuenow="100"' in page
 
 
 def test_another_baseline_renormalises_every_ratio(
     alice_client: Any, glitches_run: SimulationRun
 ) -> None:
-    figs = figures(alice_client.get(f"/runs/{glitches_run.pk}/?baseline=1").content.decode())
+    figs = run_figures(alice_client, f"/runs/{glitches_run.pk}/?baseline=1")
     systems = glitches_run.result["systems"]
     cost = figs["efficiency"]["data"][1]["y"]
     key = "cost_efficiency_tok_s_per_usd"
@@ -59,7 +75,7 @@ def test_another_baseline_renormalises_every_ratio(
 def test_the_cdfs_come_from_the_result_quantiles(
     alice_client: Any, glitches_run: SimulationRun
 ) -> None:
-    figs = figures(alice_client.get(f"/runs/{glitches_run.pk}/").content.decode())
+    figs = run_figures(alice_client, f"/runs/{glitches_run.pk}/")
     traces = [t for t in figs["latency-cdf"]["data"] if not t["name"].startswith("p90 target")]
     first = glitches_run.result["systems"][0]["latency_cdf"]
     assert traces[0]["x"] == first["ttft_ms"]
@@ -71,15 +87,12 @@ def test_the_cdfs_come_from_the_result_quantiles(
 def test_the_timeline_draws_every_device_of_the_chosen_system(
     alice_client: Any, glitches_run: SimulationRun
 ) -> None:
-    html = alice_client.get(f"/runs/{glitches_run.pk}/?timeline=0").content.decode()
-    gantt = figures(html)["timeline"]
+    gantt = run_figures(alice_client, f"/runs/{glitches_run.pk}/?timeline=0")["timeline"]
     rows = {y for t in gantt["data"] for y in t["y"]}
     assert any(r.startswith("a100-80gb #0") for r in rows)
     assert sum(1 for r in rows if r.startswith("u280") and "PCIe" not in r) == 7
     assert {t["name"] for t in gantt["data"]} >= {"prefill", "decode", "transfer"}
-    second = figures(alice_client.get(f"/runs/{glitches_run.pk}/?timeline=1").content.decode())[
-        "timeline"
-    ]
+    second = run_figures(alice_client, f"/runs/{glitches_run.pk}/?timeline=1")["timeline"]
     assert "8xA100" in second["layout"]["title"]["text"]
 
 
@@ -184,8 +197,8 @@ def test_system_names_are_escaped_in_the_page_and_the_charts(alice_client: Any, 
     doc = glitches_document(10)
     doc["systems"][1]["name"] = '<img src=x onerror="alert(1)">'
     run = store_succeeded_run(user, doc)
-    html = alice_client.get(f"/runs/{run.pk}/").content.decode()
-    assert "<img src=x" not in html
-    figs = figures(html)
+    page = alice_client.get(f"/runs/{run.pk}/").content.decode()
+    assert "<img src=x" not in page
+    figs = run_figures(alice_client, f"/runs/{run.pk}/")
     hover = json.dumps(figs["efficiency"]["data"][0]["hovertext"])
     assert "&lt;img src=x" in hover and "<img" not in hover

@@ -150,7 +150,7 @@ def test_staff_upload_a_trace(admin_client: Any, staff: Any) -> None:
     assert response.status_code == 302, response.content.decode()[:2000]
     trace = Trace.objects.get(slug="mini")
     assert trace.request_count == 3
-    assert trace.uploaded_by == staff
+    assert trace.owner == staff
 
 
 def test_a_bad_trace_upload_names_the_line(admin_client: Any) -> None:
@@ -174,3 +174,22 @@ def test_runs_are_read_only_but_can_be_cancelled(admin_client: Any) -> None:
     )
     assert response.status_code == 302
     assert SimulationRun.objects.get(pk=run.pk).status == RunStatus.CANCELLED
+
+
+def test_a_scenario_saved_in_the_admin_protects_its_trace(
+    admin_client: Any, user: Any, builtin_catalog_rows: Any
+) -> None:
+    from simulations import services
+    from simulations.models import Scenario, TraceReference
+    from tests.frontend.test_trace_pages import traced_document
+
+    services.trace_import(slug="mini", name="mini", text=MINI_TRACE, owner=user)
+    response = admin_client.post(
+        "/admin/simulations/scenario/add/",
+        {"owner": str(user.pk), "document": json.dumps(traced_document("mini"))},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    scenario = Scenario.objects.get()
+    assert list(TraceReference.objects.values_list("trace__slug", "scenario_id")) == [
+        ("mini", scenario.pk)
+    ]

@@ -391,3 +391,16 @@ def test_the_reconcile_command_runs_the_reconciler(
         call_command("reconcile_runs", stdout=out)
     assert out.getvalue().strip() == "requeued 0, re-sent 1, failed 0 run(s)"
     delay.assert_called_once_with(run.pk)
+
+
+def test_trace_import_refuses_a_million_rows_at_the_cap_naming_it_and_the_line() -> None:
+    from simulations.core.scenario import MAX_TRACE_ROWS
+
+    rows = "\r\n".join("2023-11-16 18:15:46.1,5,5" for _ in range(1_000_000))
+    text = f"TIMESTAMP,ContextTokens,GeneratedTokens\r\n{rows}"
+    with pytest.raises(ValidationError) as err:
+        services.trace_import(slug="huge", name="huge", text=text.encode())
+    message = err.value.message_dict["text"][0]
+    assert f"at most {MAX_TRACE_ROWS} rows" in message
+    assert f"line {MAX_TRACE_ROWS + 2}" in message
+    assert not Trace.objects.exists()

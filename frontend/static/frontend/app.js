@@ -50,6 +50,29 @@
     });
   }
 
+  /* The run page's comparison charts: one request for all of them (charts.json), each
+   * drawn into the element of its id. */
+  function loadCharts() {
+    document.querySelectorAll("[data-charts-src]").forEach(function (box) {
+      fetch(box.getAttribute("data-charts-src"), { credentials: "same-origin" })
+        .then(function (r) {
+          if (!r.ok) { throw new Error("HTTP " + r.status); }
+          return r.json();
+        })
+        .then(function (body) {
+          var charts = (body && body.charts) || {};
+          Object.keys(charts).forEach(function (id) {
+            var el = document.getElementById(id);
+            if (!el) { return; }
+            el.innerHTML = "";
+            el.setAttribute("data-loaded", "true");
+            plot(el, charts[id]);
+          });
+        })
+        .catch(function (err) { box.textContent = "The charts could not be loaded: " + err; });
+    });
+  }
+
   /* --- runs and sweeps: poll the status endpoint until the work is final ------------- */
   function followStatus() {
     var box = document.querySelector("[data-status-url]");
@@ -202,6 +225,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     renderFigures(document);
     loadLazyFigures();
+    loadCharts();
     followStatus();
     builder();
     workloadForm();

@@ -3,22 +3,37 @@
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from simulations.services import catalog_seed
 
 
 class Command(BaseCommand):
-    """Create or update every device, runtime profile and model of the built-in catalog.
+    """Create what is missing of the built-in catalog and update the rows it still owns.
 
-    Idempotent: rows are matched by slug; rows that are not in the data files are kept.
+    Rows are matched by slug. A row staff edited since the seed last wrote it (admin, API
+    or page) is left alone and reported; ``--reset SLUG`` forces it back to the data files.
+    Rows that are not in the data files are kept. Safe to run on every start.
     """
 
-    help = "Load the built-in catalog (simulations/core/data/**.json) into the database."
+    help = (
+        "Load the built-in catalog (simulations/core/data/**.json) into the database, "
+        "keeping rows staff edited (--reset SLUG restores one)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--reset",
+            action="append",
+            default=[],
+            metavar="SLUG",
+            help="Force the built-in row(s) with this slug back to the data files, discarding "
+            "staff edits (repeatable).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            report = catalog_seed()
+            report = catalog_seed(reset=tuple(options["reset"]))
         except ValidationError as exc:
             raise CommandError(f"catalog not loaded: {'; '.join(exc.messages)}") from exc
         self.stdout.write(self.style.SUCCESS(f"Catalog loaded: {report}."))
