@@ -30,7 +30,7 @@ from simulations.core.screening import (
     SharedVerdict,
     SignatureLike,
 )
-from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
+from simulations.core.spec import LinkSpec, ModelSpec, SloSpec, SystemSpec, WorkloadSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +163,20 @@ class Policy(ABC):
         progress: ProgressFn | None = None,
     ) -> dict[str, Any]:
         """Simulate ``system`` on ``workload`` and return its result-document entry."""
+
+
+def resolve_link(system: SystemSpec, options: Mapping[str, Any]) -> LinkSpec | None:
+    """The interconnect a system's ``link`` option names: the scenario parser's resolved
+    :attr:`~simulations.core.spec.SystemSpec.interconnect`, else the shipped catalog's link
+    (a system built without the parser); ``None`` when the option is empty."""
+    if system.interconnect is not None or not options.get("link"):
+        return system.interconnect
+    from simulations.core.catalog import builtin_catalog
+
+    try:
+        return builtin_catalog().link(str(options["link"]))
+    except SpecError as exc:
+        raise SpecError("options.link", exc.message) from None
 
 
 _REGISTRY: dict[str, type[Policy]] = {}

@@ -15,13 +15,12 @@ from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.core import ProgressFn, SimOutput, build_units
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
-from simulations.core.policies.base import OptionSpec, RoleSpec, register
+from simulations.core.policies.base import OptionSpec, RoleSpec, register, resolve_link
 from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
     DeviceKind,
     DeviceSpec,
-    LinkSpec,
     ModelSpec,
     RuntimeProfile,
     SystemSpec,
@@ -214,18 +213,6 @@ class HomogeneousPolicy(EnginePolicy):
                     f"{cap / 1e9:.1f} GB (memory × memory_utilization); raise the degrees",
                 )
 
-    @staticmethod
-    def _link(system: SystemSpec, opts: dict[str, Any]) -> LinkSpec | None:
-        """The system's interconnect: the parser's, else the shipped catalog's ``link``."""
-        if system.interconnect is not None or not opts["link"]:
-            return system.interconnect
-        from simulations.core.catalog import builtin_catalog
-
-        try:
-            return builtin_catalog().link(str(opts["link"]))
-        except SpecError as exc:
-            raise SpecError("options.link", exc.message) from None
-
     @classmethod
     def screen_fit(
         cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
@@ -271,7 +258,7 @@ class HomogeneousPolicy(EnginePolicy):
         placements = system.devices
         if group > 1:
             self.check_system(system, model)
-            link = self._link(system, opts)
+            link = resolve_link(system, opts)
             # One engine unit per data-parallel replica of tp × pp devices.
             placements = tuple(replace(p, count=p.count // group) for p in system.devices)
 

@@ -5,9 +5,9 @@ group's cost model are the core's (:mod:`simulations.core.devices.parallel`), sh
 the ``homogeneous`` policy's ``tensor_parallel`` option. §4: "each Ray actor also has its
 partition of CPU KV cache, each responsible for a portion of KV heads".
 
-Neo's GPUs communicate over their device record's ``peer_link``; a record without one (no
-catalog GPU carries a peer link) costs no communication — the deviation Neo's policies
-state where TP is used.
+Neo's GPUs communicate over the system's ``link`` option (a catalog interconnect), else
+their device record's ``peer_link``; without either (no catalog GPU carries a peer link)
+the all-reduces cost nothing — the deviation Neo's policies state where TP is used.
 """
 
 from __future__ import annotations
@@ -20,24 +20,29 @@ from simulations.core.devices.parallel import (
     ring_allreduce_s,
     shard_model,
 )
-from simulations.core.spec import DeviceSpec, ModelSpec
+from simulations.core.spec import DeviceSpec, LinkSpec, ModelSpec
 
 __all__ = ["TensorParallelGpu", "allreduce_layer_s", "shard_model"]
 
 
-def allreduce_layer_s(device: DeviceSpec, model: ModelSpec, tp: int, tokens: int) -> float:
+def allreduce_layer_s(
+    device: DeviceSpec, model: ModelSpec, tp: int, tokens: int, link: LinkSpec | None = None
+) -> float:
     """Seconds of one layer's two ring all-reduces of ``tokens`` activations across ``tp``
-    GPUs over the device's ``peer_link`` (0 without one)."""
-    if tp <= 1 or device.peer_link is None or tokens <= 0:
+    GPUs over ``link`` (the system's ``link`` option), else the device's ``peer_link`` (0
+    without either)."""
+    link = link if link is not None else device.peer_link
+    if tp <= 1 or link is None or tokens <= 0:
         return 0.0
     nbytes = allreduce_bytes(model, tokens)
-    return ALLREDUCES_PER_LAYER * ring_allreduce_s(device.peer_link, tp, nbytes)
+    return ALLREDUCES_PER_LAYER * ring_allreduce_s(link, tp, nbytes)
 
 
 class TensorParallelGpu(ParallelGroup):
     """A group of ``tp`` identical GPUs serving one model shard each, seen as one device
     (the core's :class:`~simulations.core.devices.parallel.ParallelGroup` without a
-    pipeline, over the device's ``peer_link``)."""
+    pipeline, over ``link``, else the device's ``peer_link``)."""
 
-    def __init__(self, inner: DeviceModel, tp: int) -> None:
-        super().__init__(inner, tp, link=inner.device.peer_link, free_without_link=True)
+    def __init__(self, inner: DeviceModel, tp: int, link: LinkSpec | None = None) -> None:
+        link = link if link is not None else inner.device.peer_link
+        super().__init__(inner, tp, link=link, free_without_link=True)
