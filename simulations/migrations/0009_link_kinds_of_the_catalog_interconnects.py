@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('simulations', '0007_trace_parse_status'),
+        ('simulations', '0008_trace_enqueued_at'),
     ]
 
     operations = [
