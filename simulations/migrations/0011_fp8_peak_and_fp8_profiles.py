@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('simulations', '0009_link_kinds_of_the_catalog_interconnects'),
+        ('simulations', '0010_link_kinds_of_the_catalog_interconnects'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('simulations', '0008_trace_enqueued_at'),
+        ('simulations', '0009_measurement_sets_and_private_profiles'),
     ]
 
     operations = [
