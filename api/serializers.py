@@ -200,6 +200,7 @@ class DeviceSerializer(CatalogSerializer):
     memory = MemoryTierSerializer(many=True, max_length=MAX_MEMORY_TIERS)
     fp16_tflops = quantity(help_text="Peak dense FP16 tensor compute, TFLOP/s.")
     bf16_tflops = quantity(help_text="Peak dense BF16 tensor compute, TFLOP/s.")
+    fp8_tflops = quantity(help_text="Peak dense FP8 tensor compute, TFLOP/s (empty: no FP8).")
     fp32_tflops = quantity(help_text="Peak dense FP32 compute, TFLOP/s.")
     int8_tops = quantity(help_text="Peak dense INT8 compute, TOP/s.")
     int4_tops = quantity(help_text="Peak dense INT4 compute, TOP/s.")
@@ -241,6 +242,7 @@ class DeviceSerializer(CatalogSerializer):
         for name in (
             "fp16_tflops",
             "bf16_tflops",
+            "fp8_tflops",
             "fp32_tflops",
             "int8_tops",
             "int4_tops",
@@ -315,6 +317,9 @@ class RuntimeProfileSerializer(CatalogSerializer):
         required=False, min_value=0.0, max_value=MAX_QUANTITY, help_text="µs per kernel."
     )
     kernels_per_layer = strict.IntegerField(required=False, min_value=0, max_value=10**6)
+    fp8 = strict.BooleanField(
+        required=False, help_text="8-bit numbers are FP8 floats (the device's FP8 path)."
+    )
     params = serializers.DictField(
         child=strict.FloatField(min_value=-MAX_QUANTITY, max_value=MAX_QUANTITY),
         required=False,
@@ -337,6 +342,7 @@ class RuntimeProfileSerializer(CatalogSerializer):
             "bw_eff": spec.bw_eff,
             "kernel_launch_us": spec.kernel_launch_us,
             "kernels_per_layer": spec.kernels_per_layer,
+            "fp8": spec.fp8,
             "params": dict(spec.params),
             "default_for_kind": instance.default_for_kind,
             "sources": dict(spec.sources),

@@ -35,6 +35,9 @@ class LinkKind(models.TextChoices):
     NVLINK = "nvlink", "NVLink"
     C2C = "c2c", "Chip-to-chip"
     UNIFIED = "unified", "Unified (on-SoC shared memory)"
+    INFINITY_FABRIC = "infinity-fabric", "AMD Infinity Fabric"
+    INFINIBAND = "infiniband", "InfiniBand"
+    ETHERNET = "ethernet", "Ethernet"
 
 
 class FfnKind(models.TextChoices):

@@ -200,6 +200,7 @@ class Device(CatalogItem):
     # Peak dense compute per precision.
     fp16_tflops = positive_float("Peak dense FP16 tensor compute, TFLOP/s.")
     bf16_tflops = positive_float("Peak dense BF16 tensor compute, TFLOP/s.")
+    fp8_tflops = positive_float("Peak dense FP8 tensor compute, TFLOP/s (empty: no FP8 path).")
     fp32_tflops = positive_float("Peak dense FP32 compute, TFLOP/s.")
     int8_tops = positive_float("Peak dense INT8 compute, TOP/s.")
     int4_tops = positive_float("Peak dense INT4 compute, TOP/s.")
@@ -278,6 +279,7 @@ class Device(CatalogItem):
                 for f in (
                     "fp16_tflops",
                     "bf16_tflops",
+                    "fp8_tflops",
                     "fp32_tflops",
                     "int8_tops",
                     "int4_tops",
@@ -420,6 +422,11 @@ class RuntimeProfile(CatalogItem):
         default=0,
         validators=[MaxValueValidator(10**6)],
         help_text="Kernels launched per transformer layer and step (count).",
+    )
+    fp8 = models.BooleanField(
+        default=False,
+        help_text="8-bit weights, activations and KV cache are FP8 floats run on the "
+        "device's FP8 tensor path (not integers).",
     )
     params = models.JSONField(
         default=dict,

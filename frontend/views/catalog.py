@@ -33,6 +33,7 @@ DEVICE_FIELDS = (
     "vendor",
     "fp16_tflops",
     "bf16_tflops",
+    "fp8_tflops",
     "fp32_tflops",
     "int8_tops",
     "int4_tops",

@@ -4,7 +4,8 @@ The same files seed the database (``manage.py seed_catalog``); this loader lets 
 its tests and the calibration scripts use the catalog without Django. Every record carries a
 ``sources`` mapping from each numeric field to where the number comes from.
 
-Layout: ``data/devices/*.json``, ``data/runtimes/*.json``, ``data/models/*.json``; each file
+Layout: ``data/devices/*.json``, ``data/runtimes/*.json``, ``data/models/*.json`` and
+``data/links/*.json`` (the interconnects a system's parallel groups communicate over); each file
 holds a JSON list of records whose keys are the spec dataclass's field names. A device's
 kind-specific facts sit in its ``params`` object, as its device family declares them
 (:func:`simulations.core.devices.describe_family`); their sources are keyed
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,6 +52,15 @@ def device_from_dict(d: Mapping[str, Any]) -> DeviceSpec:
     return check_device(_from_record(DeviceSpec, rec, "device"))
 
 
+def link_from_dict(d: Mapping[str, Any]) -> LinkSpec:
+    """Build a catalog LinkSpec (``slug``, ``name``, bandwidth per direction, latency,
+    sources) from a record."""
+    rec = dict(d)
+    if not rec.get("slug"):
+        raise SpecError("link.slug", "a catalog link needs a slug")
+    return _from_record(LinkSpec, rec, "link")
+
+
 def runtime_from_dict(d: Mapping[str, Any]) -> RuntimeProfile:
     """Build a RuntimeProfile from a catalog record."""
     return _from_record(RuntimeProfile, dict(d), "runtime")
@@ -78,6 +88,9 @@ class Catalog:
     runtimes: Mapping[str, RuntimeProfile]
     models: Mapping[str, ModelSpec]
     default_runtimes: Mapping[str, str]
+    #: Interconnects by slug (``nvlink4``, ``pcie5-x16`` …): the catalog's links unless
+    #: given (the database stores none yet, so its catalog carries the shipped ones).
+    links: Mapping[str, LinkSpec] = field(default_factory=lambda: _shipped_links())
 
     def device(self, slug: str) -> DeviceSpec:
         """The device ``slug``; SpecError naming it when unknown."""
@@ -90,6 +103,10 @@ class Catalog:
     def model(self, slug: str) -> ModelSpec:
         """The model ``slug``; SpecError naming it when unknown."""
         return _lookup(self.models, slug, "model", "model")
+
+    def link(self, slug: str) -> LinkSpec:
+        """The interconnect ``slug``; SpecError naming it when unknown."""
+        return _lookup(self.links, slug, "link", "link")
 
     def default_runtime(self, device: DeviceSpec) -> RuntimeProfile:
         """The runtime a device uses when a scenario names none (its kind's default)."""
@@ -111,10 +128,12 @@ def catalog_from_records(
     runtimes: Iterable[Mapping[str, Any]] = (),
     models: Iterable[Mapping[str, Any]] = (),
     *,
+    links: Iterable[Mapping[str, Any]] | None = None,
     base: Catalog | None = None,
 ) -> Catalog:
     """A catalog of the records (in the data files' shape; a runtime record's
-    ``default_for_kind`` makes it its kind's default), over ``base``'s entries if given."""
+    ``default_for_kind`` makes it its kind's default), over ``base``'s entries if given.
+    ``links`` default to ``base``'s, else the shipped ones."""
     devs = dict(base.devices) if base else {}
     rts = dict(base.runtimes) if base else {}
     mods = dict(base.models) if base else {}
@@ -128,7 +147,24 @@ def catalog_from_records(
         if is_default:
             defaults[rt.device_kind] = rt.slug
     mods.update((str(r["slug"]), model_from_dict(r)) for r in models)
-    return Catalog(devs, rts, mods, defaults)
+    lnks = dict(base.links) if base else dict(builtin_links())
+    if links is not None:
+        lnks.update((str(r["slug"]), link_from_dict(r)) for r in links)
+    return Catalog(devs, rts, mods, defaults, lnks)
+
+
+def _shipped_links() -> dict[str, LinkSpec]:
+    return dict(builtin_links())
+
+
+@cache
+def builtin_links() -> Mapping[str, LinkSpec]:
+    """The interconnects shipped in ``data/links/`` (loaded once per process)."""
+    out: dict[str, LinkSpec] = {}
+    for r in iter_records("links"):
+        link = link_from_dict(r)
+        out[link.slug] = link
+    return out
 
 
 @cache

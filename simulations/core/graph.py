@@ -96,6 +96,8 @@ class Precision:
     weight_bits: int
     act_bits: int
     kv_bits: int
+    #: 8-bit operands are FP8 floats (the device's FP8 tensor path), not integers.
+    fp8: bool = False
 
     def __post_init__(self) -> None:
         for name in ("weight_bits", "act_bits", "kv_bits"):
@@ -106,7 +108,7 @@ class Precision:
     @classmethod
     def of(cls, runtime: RuntimeProfile) -> Precision:
         """The precision a runtime profile runs at."""
-        return _precision_of(runtime.weight_bits, runtime.act_bits, runtime.kv_bits)
+        return _precision_of(runtime.weight_bits, runtime.act_bits, runtime.kv_bits, runtime.fp8)
 
     @property
     def w(self) -> float:
@@ -125,8 +127,8 @@ class Precision:
 
 
 @lru_cache(maxsize=64)
-def _precision_of(weight_bits: int, act_bits: int, kv_bits: int) -> Precision:
-    return Precision(weight_bits, act_bits, kv_bits)
+def _precision_of(weight_bits: int, act_bits: int, kv_bits: int, fp8: bool) -> Precision:
+    return Precision(weight_bits, act_bits, kv_bits, fp8)
 
 
 FP16 = Precision(16, 16, 16)

@@ -192,23 +192,24 @@ def system_result(system: SystemSpec, out: SimOutput, slo: SloSpec) -> dict[str,
         units = [u for u in out.units if u.placement == p_index]
         if not units:
             continue
-        devices.append(
-            {
-                "device": p.device.slug,
-                "count": len(units),
-                "role": p.role,
-                "runtime": p.runtime.slug,
-                "busy_fraction": float(np.mean([u.busy_s / span for u in units])),
-                "prefill_fraction": float(np.mean([u.prefill_s / span for u in units])),
-                "decode_fraction": float(np.mean([u.decode_s / span for u in units])),
-                "energy_j": float(sum(energy_by_unit[u.index] for u in units)),
-                "prefill_tokens": int(sum(u.prefill_tokens for u in units)),
-                "generated_tokens": int(sum(u.decode_tokens + u.prefill_outputs for u in units)),
-                "memory_peak_gb": float(max(u.mem_peak_bytes for u in units) / 1e9),
-                "memory_capacity_gb": float(units[0].mem_capacity_bytes / 1e9),
-                **p.price_fields(),
-            }
-        )
+        entry = {
+            "device": p.device.slug,
+            "count": sum(u.group_size for u in units),
+            "role": p.role,
+            "runtime": p.runtime.slug,
+            "busy_fraction": float(np.mean([u.busy_s / span for u in units])),
+            "prefill_fraction": float(np.mean([u.prefill_s / span for u in units])),
+            "decode_fraction": float(np.mean([u.decode_s / span for u in units])),
+            "energy_j": float(sum(energy_by_unit[u.index] for u in units)),
+            "prefill_tokens": int(sum(u.prefill_tokens for u in units)),
+            "generated_tokens": int(sum(u.decode_tokens + u.prefill_outputs for u in units)),
+            "memory_peak_gb": float(max(u.mem_peak_bytes for u in units) / 1e9),
+            "memory_capacity_gb": float(units[0].mem_capacity_bytes / 1e9),
+            **p.price_fields(),
+        }
+        if units[0].parallel is not None:
+            entry["parallel"] = _parallel(units)
+        devices.append(entry)
 
     return {
         "name": system.name,
@@ -237,6 +238,25 @@ def system_result(system: SystemSpec, out: SimOutput, slo: SloSpec) -> dict[str,
         "devices": devices,
         "scheduler": {k: v for k, v in out.extra.items() if _jsonable(v)},
         "timeline": [_timeline(u, out.t_end) for u in out.units],
+    }
+
+
+def _parallel(units: list[UnitReport]) -> dict[str, Any]:
+    """A placement's parallel layout (its units are the data-parallel replicas; the entry's
+    ``memory_*_gb`` are a replica's), each device's share of the memory and its
+    communication share: seconds in collectives over busy seconds."""
+    busy = sum(u.busy_s for u in units)
+    comm = sum(u.comm_s for u in units)
+    group = units[0].group_size
+    assert units[0].parallel is not None
+    return {
+        **units[0].parallel,
+        "replicas": len(units),
+        "devices_per_replica": group,
+        "memory_peak_gb_per_device": float(max(u.mem_peak_bytes for u in units) / group / 1e9),
+        "memory_capacity_gb_per_device": float(units[0].mem_capacity_bytes / group / 1e9),
+        "comm_s_per_device": comm / len(units),
+        "comm_share": comm / busy if busy > 0 else 0.0,
     }
 
 

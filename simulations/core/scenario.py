@@ -364,6 +364,13 @@ def _placement(
                     f"not {device.kind} ({device.slug})",
                 )
                 runtime = None
+            elif device is not None and runtime.fp8 and device.fp8_tflops is None:
+                errs.add(
+                    rt_path,
+                    f"runtime {rt_slug!r} runs FP8 but {device.slug} has no FP8 tensor path "
+                    f"(its fp8_tflops is empty); use an FP16/BF16 or INT4 profile",
+                )
+                runtime = None
     elif device is not None:
         default = catalog.default_runtimes.get(device.kind)
         if default is None or default not in catalog.runtimes:
@@ -450,7 +457,12 @@ def _options(
 
 
 def _system(
-    errs: Errors, i: int, value: Any, catalog: Catalog, names: set[str]
+    errs: Errors,
+    i: int,
+    value: Any,
+    catalog: Catalog,
+    names: set[str],
+    model: ModelSpec | None = None,
 ) -> SystemSpec | None:
     path = f"systems[{i}]"
     obj = read_mapping(errs, path, value)
@@ -494,14 +506,32 @@ def _system(
         before = len(errs.by_path)
         _check_roles(errs, path, policy, cls.roles, placements)
         ok = len(errs.by_path) == before
+    interconnect = None
+    if options is not None and options.get("link"):
+        # A policy's ``link`` option names a catalog interconnect.
+        interconnect = catalog.links.get(str(options["link"]))
+        if interconnect is None:
+            errs.add(
+                key_path(path, "options.link"),
+                f"unknown link {options['link']!r} (known: {', '.join(catalog.links)})",
+            )
+            ok = False
     if not ok or name is None or policy is None or options is None:
         return None
-    return SystemSpec(
+    system = SystemSpec(
         name=name,
         policy=policy,
         devices=tuple(p for _, p in placements),
         options=options,
+        interconnect=interconnect,
     )
+    if cls is not None and model is not None:
+        try:
+            cls.check_system(system, model)
+        except SpecError as exc:
+            errs.add(key_path(path, exc.field), exc.message)
+            return None
+    return system
 
 
 def _slo(errs: Errors, value: Any) -> SloSpec | None:
@@ -598,7 +628,7 @@ def parse_scenario(
     raw_systems = read_list(errs, "systems", doc.get("systems"), minimum=1, maximum=MAX_SYSTEMS)
     names: set[str] = set()
     for i, entry in enumerate(raw_systems or ()):
-        systems.append(_system(errs, i, entry, catalog, names))
+        systems.append(_system(errs, i, entry, catalog, names, head.model))
     slo = _slo(errs, doc.get("slo"))
     if errs:
         raise ScenarioValidationError(errs.by_path)

@@ -56,6 +56,9 @@ class LinkKind(StrEnum):
     NVLINK = "nvlink"
     C2C = "c2c"
     UNIFIED = "unified"  # on-SoC shared memory: a "transfer" is a cache flush / map
+    INFINITY_FABRIC = "infinity-fabric"  # AMD's GPU-to-GPU links (xGMI)
+    INFINIBAND = "infiniband"
+    ETHERNET = "ethernet"
 
 
 class FfnKind(StrEnum):
@@ -203,18 +206,29 @@ class MemoryTier:
 
 @dataclass(frozen=True, slots=True)
 class LinkSpec:
-    """An interconnect: transfer time = ``latency_us`` + bytes / ``bw_gbps`` (per direction)."""
+    """An interconnect: transfer time = ``latency_us`` + bytes / ``bw_gbps``.
+
+    ``bw_gbps`` is the bandwidth **per direction** one device has on the link (GB/s,
+    1e9 bytes); ``latency_us`` the time of one hop before the first byte arrives (µs).
+    A link of the catalog (``data/links/*.json``, a system's ``link`` option) has a
+    ``slug`` and a ``name``; a device's own ``host_link`` / ``peer_link`` need neither.
+    ``sources`` says where each number comes from (no part in equality).
+    """
 
     kind: LinkKind
     bw_gbps: float
     latency_us: float = 0.0
     pcie_gen: int | None = None
     lanes: int | None = None
+    slug: str = ""
+    name: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", LinkKind(self.kind))
-        check_positive("link.bw_gbps", self.bw_gbps)
-        check_positive("link.latency_us", self.latency_us, allow_zero=True)
+        where = f"{self.slug}." if self.slug else "link."
+        check_positive(f"{where}bw_gbps", self.bw_gbps)
+        check_positive(f"{where}latency_us", self.latency_us, allow_zero=True)
 
     def transfer_s(self, nbytes: float) -> float:
         """Seconds to move ``nbytes`` over this link."""
@@ -243,6 +257,7 @@ class DeviceSpec:
     price_usd: float | None = None
     fp16_tflops: float | None = None
     bf16_tflops: float | None = None
+    fp8_tflops: float | None = None
     int8_tops: float | None = None
     int4_tops: float | None = None
     fp32_tflops: float | None = None
@@ -274,6 +289,7 @@ class DeviceSpec:
                 "price_usd",
                 "fp16_tflops",
                 "bf16_tflops",
+                "fp8_tflops",
                 "int8_tops",
                 "int4_tops",
                 "fp32_tflops",
@@ -296,12 +312,22 @@ class DeviceSpec:
         """Peak bandwidth of the primary memory tier in GB/s."""
         return self.primary_memory.bw_gbps
 
-    def peak_ops_per_s(self, act_bits: int, weight_bits: int) -> float:
+    def peak_ops_per_s(self, act_bits: int, weight_bits: int, *, fp8: bool = False) -> float:
         """Peak dense operations per second for a precision pair (FLOP/s or OP/s).
 
-        Integer paths are used when both operands are integers of that width or narrower
-        (W4A8 runs on INT8 units); otherwise the FP16/BF16 tensor path.
+        ``fp8``: 8-bit operands are FP8 floats and run on the FP8 tensor path
+        (``fp8_tflops``; SpecError naming it on a device without one). Otherwise integer
+        paths are used when both operands are integers of that width or narrower (W4A8 runs
+        on INT8 units), else the FP16/BF16 tensor path (weight-only quantisation, W4A16,
+        computes in FP16 after dequantising).
         """
+        if fp8:
+            if self.fp8_tflops is None:
+                raise SpecError(
+                    f"{self.slug}.fp8_tflops",
+                    f"{self.name} has no FP8 tensor path; run an FP16/BF16 or integer profile",
+                )
+            return self.fp8_tflops * 1e12
         if act_bits <= 8 and weight_bits <= 8 and self.int8_tops is not None:
             if act_bits <= 4 and self.int4_tops is not None:
                 return self.int4_tops * 1e12
@@ -325,6 +351,8 @@ class RuntimeProfile:
     or power coefficients); unknown keys are rejected by the device model that reads them.
     ``calibration`` records what the profile was fitted on (devices, models, measurement
     sets, fit error; see :mod:`~.provenance`); like ``sources`` it takes no part in equality.
+    ``fp8``: the stack's 8-bit weights, activations and KV cache are FP8 floats (E4M3) run
+    on the device's FP8 tensor path, not integers.
     """
 
     slug: str
@@ -337,6 +365,7 @@ class RuntimeProfile:
     bw_eff: float
     kernel_launch_us: float = 0.0
     kernels_per_layer: int = 0
+    fp8: bool = False
     params: Mapping[str, float] = field(default_factory=dict, compare=False, hash=False)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
     calibration: CalibrationInfo = field(default_factory=CalibrationInfo, compare=False, hash=False)
@@ -355,6 +384,10 @@ class RuntimeProfile:
             bits = getattr(self, name)
             if bits not in (2, 3, 4, 8, 16, 32):
                 raise SpecError(f"{self.slug}.{name}", f"unknown precision: {bits} bits")
+        if not isinstance(self.fp8, bool):
+            raise SpecError(f"{self.slug}.fp8", "must be true or false")
+        if self.fp8 and (self.weight_bits, self.act_bits) != (8, 8):
+            raise SpecError(f"{self.slug}.fp8", "FP8 profiles run 8-bit weights and activations")
         check_fraction(f"{self.slug}.compute_eff", self.compute_eff)
         check_fraction(f"{self.slug}.bw_eff", self.bw_eff)
         check_positive(f"{self.slug}.kernel_launch_us", self.kernel_launch_us, allow_zero=True)
@@ -557,12 +590,17 @@ class DevicePlacement:
 
 @dataclass(frozen=True)
 class SystemSpec:
-    """A candidate system: devices, the policy that runs them and its options."""
+    """A candidate system: devices, the policy that runs them and its options.
+
+    ``interconnect`` is the catalog link its ``link`` option names, resolved by the
+    scenario parser (``None`` when the system names none).
+    """
 
     name: str
     policy: str
     devices: tuple[DevicePlacement, ...]
     options: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    interconnect: LinkSpec | None = field(default=None, compare=False, hash=False)
 
     def by_role(self, role: str) -> tuple[DevicePlacement, ...]:
         """The placements that play ``role``."""

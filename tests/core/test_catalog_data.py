@@ -46,7 +46,7 @@ def source_for(sources: dict[str, Any], path: str) -> str:
 
 
 def test_there_are_catalog_files_of_every_kind() -> None:
-    assert {p.parent.name for p in FILES} == {"devices", "runtimes", "models"}
+    assert {p.parent.name for p in FILES} == {"devices", "runtimes", "models", "links"}
 
 
 @pytest.mark.parametrize(("path", "index", "record"), RECORDS)
@@ -69,6 +69,7 @@ def test_every_record_builds_a_valid_spec_and_slugs_are_unique() -> None:
     assert len(cat.devices) == len(seen["devices"])
     assert len(cat.runtimes) == len(seen["runtimes"])
     assert len(cat.models) == len(seen["models"])
+    assert len(cat.links) == len(seen["links"])
 
 
 @pytest.mark.parametrize(

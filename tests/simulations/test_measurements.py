@@ -287,10 +287,12 @@ def test_a_bad_admin_import_names_line_and_column_and_stores_nothing(
 def test_an_unknown_device_in_the_rows_is_named_by_line_and_column(
     user: Any, builtin_catalog_rows: Any
 ) -> None:
-    text = E2E_HEADER + "b200,llama2-7b,vllm,fp16,1,prefill,1024,1,,80.0,\n"
+    text = E2E_HEADER + "made-up-gpu,llama2-7b,vllm,fp16,1,prefill,1024,1,,80.0,\n"
     with pytest.raises(ValidationError) as info:
         msvc.measurement_set_import(slug="b200", name="b200", text=text, stack="vllm-fp16")
-    assert info.value.message_dict == {"text": ["line 2, column device: unknown device 'b200'"]}
+    assert info.value.message_dict == {
+        "text": ["line 2, column device: unknown device 'made-up-gpu'"]
+    }
 
 
 def test_a_stack_of_another_device_kind_is_refused(user: Any, builtin_catalog_rows: Any) -> None:

@@ -177,11 +177,33 @@ class DeviceModel(ABC):
         """Power drawn while the device waits."""
         return self.device.idle_w
 
+    @property
+    def group_size(self) -> int:
+        """Devices this model stands for: 1, or a parallel group's ``tp × pp``
+        (:class:`~.parallel.ParallelGroup`)."""
+        return 1
+
+    def parallel_info(self) -> dict[str, Any] | None:
+        """What a result shows of a parallel group's layout (None for one device)."""
+        return None
+
+    def collective_prefill_s(self, model: ModelSpec, seq_lens: Sequence[int]) -> float:
+        """Seconds each device spends in collectives during the prefill of ``seq_lens`` (0:
+        a single device communicates nothing)."""
+        return 0.0
+
+    def collective_decode_s(self, model: ModelSpec, batch: int) -> float:
+        """Seconds each device spends in collectives during one decode step of ``batch``
+        sequences (0: a single device communicates nothing)."""
+        return 0.0
+
     def peak_ops_per_s(self) -> float:
         """The roof the stack's compute is charted against (OP/s): the device's dense peak
         at the stack's precisions. A family whose stack runs a design below the chip's peak
         (an FPGA's accelerator design) returns that design's peak."""
-        return self.device.peak_ops_per_s(self.runtime.act_bits, self.runtime.weight_bits)
+        return self.device.peak_ops_per_s(
+            self.runtime.act_bits, self.runtime.weight_bits, fp8=self.runtime.fp8
+        )
 
     def host_sampling_s(self, model: ModelSpec) -> float:
         """Seconds each decode step spends outside the device for sampling: 0 for a device

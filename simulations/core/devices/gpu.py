@@ -57,6 +57,10 @@ GPU_PARAMS: Mapping[str, str] = {
     "power_memory_frac": "power while executing memory-bound kernels, as a fraction of TDP",
     "power_wait_frac": "power while no kernel runs (waiting for the host, or idle with the "
     "model loaded), as a fraction of TDP",
+    "dequant_ops_per_weight": "tensor-op equivalents a weight-only quantised stack (W4A16) "
+    "spends dequantising each weight element of a GEMM, once per pass",
+    "allreduce_algorithm": "the all-reduce a tensor-parallel group of this stack runs: 0 ring "
+    "(NCCL), 1 one-shot (vLLM's custom all-reduce); see devices/parallel.py",
 }
 
 
@@ -259,7 +263,9 @@ class GpuModel(DeviceModel):
         super().__init__(device, runtime)
         check_params(runtime, (*GPU_PARAMS, *KERNEL_PARAMS))
         self.precision = Precision.of(runtime)
-        self.peak_ops = device.peak_ops_per_s(runtime.act_bits, runtime.weight_bits)
+        self.peak_ops = device.peak_ops_per_s(
+            runtime.act_bits, runtime.weight_bits, fp8=runtime.fp8
+        )
         self.ops_rate = self.peak_ops * runtime.compute_eff
         self.bw = device.mem_bw_gbps * 1e9 * runtime.bw_eff
         self.launch_s = runtime.kernel_launch_us * 1e-6
@@ -267,6 +273,16 @@ class GpuModel(DeviceModel):
         if self.kernels_per_pass < 0:
             raise SpecError(f"{runtime.slug}.params.kernels_per_pass", "must not be negative")
         self.fused_attention = bool(runtime.param("fused_attention", 0.0))
+        # Weight-only quantisation (W4A16): each GEMM dequantises its weights to FP16 once
+        # per pass, charged as compute at the stack's rate (0 for every other stack).
+        self.dequant_ops = runtime.param("dequant_ops_per_weight", 0.0)
+        if self.dequant_ops < 0 or (self.dequant_ops and runtime.weight_bits >= runtime.act_bits):
+            raise SpecError(
+                f"{runtime.slug}.params.dequant_ops_per_weight",
+                "must be >= 0, and only a weight-only quantised stack (weight_bits < "
+                "act_bits) dequantises",
+            )
+        self._dequant_rate = self.peak_ops * runtime.compute_eff
         #: The kernel-class model (None: the plain roofline of GLITCHES §III-A).
         self.kernels: KernelCosts | None = None
         #: Shortest time of any kernel (0 under the plain roofline, where only the host's
@@ -500,6 +516,8 @@ class GpuModel(DeviceModel):
         out = []
         for op in graph.ops:
             c, m = k.cm(op, decode, graph.tokens, graph.attended)
+            if self.dequant_ops:
+                c += self._dequant_s(op)
             out.append(OpTime(op.name, max(c, m), c, m, op.repeat))
         return out
 
@@ -554,13 +572,17 @@ class GpuModel(DeviceModel):
             floor = per_op
 
             def time(op: Op) -> float:
-                return max(op.flops / self.ops_rate, op.bytes / self.bw, floor)
+                c = op.flops / self.ops_rate + (self._dequant_s(op) if self.dequant_ops else 0.0)
+                return max(c, op.bytes / self.bw, floor)
 
         else:
             floor = max(per_op, k.floor_s)
 
             def time(op: Op) -> float:
-                return max(k.seconds(op, decode, graph.tokens, graph.attended), floor)
+                if not self.dequant_ops:
+                    return max(k.seconds(op, decode, graph.tokens, graph.attended), floor)
+                c, m = k.cm(op, decode, graph.tokens, graph.attended)
+                return max(c + self._dequant_s(op), m, floor)
 
         extras: dict[str, float] = {}
         for op in (*graph.pre_ops, *graph.post_ops):
@@ -604,8 +626,16 @@ class GpuModel(DeviceModel):
 
     # --- internals -----------------------------------------------------------------------
 
+    def _dequant_s(self, op: Op) -> float:
+        """Seconds a weight-only quantised GEMM spends dequantising its weights."""
+        if op.kind is OpKind.EMBEDDING:
+            return 0.0
+        return op.weight_bytes / self.precision.w * self.dequant_ops / self._dequant_rate
+
     def _op_time(self, op: Op) -> OpTime:
         c = op.flops / self.ops_rate
+        if self.dequant_ops:
+            c += self._dequant_s(op)
         m = op.bytes / self.bw
         return OpTime(op.name, max(c, m), c, m, op.repeat)
 
@@ -629,6 +659,8 @@ class GpuModel(DeviceModel):
     def _op_terms(self, op: Op, per_op: float) -> tuple[bool, float, float]:
         """(compute-bound?, kernel time × repeat, seconds × repeat) of one operator."""
         c = op.flops / self.ops_rate
+        if self.dequant_ops:
+            c += self._dequant_s(op)
         m = op.bytes / self.bw
         r = op.repeat
         if c >= m:
@@ -642,6 +674,8 @@ class GpuModel(DeviceModel):
         launch share and the kernel floor)."""
         assert self.kernels is not None
         c, m = self.kernels.cm(op, decode, tokens, attended)
+        if self.dequant_ops:
+            c += self._dequant_s(op)
         r = op.repeat
         if c >= m:
             return True, c * r, (c if c > per_op else per_op) * r
@@ -902,6 +936,9 @@ def roofline_time(
     """Seconds of ``flops`` and ``nbytes`` on the stack's achieved roofline (no overhead)."""
     if not (math.isfinite(flops) and math.isfinite(nbytes)) or flops < 0 or nbytes < 0:
         raise SpecError("work", "FLOPs and bytes must be finite and non-negative")
-    peak = device.peak_ops_per_s(runtime.act_bits, runtime.weight_bits) * runtime.compute_eff
+    peak = (
+        device.peak_ops_per_s(runtime.act_bits, runtime.weight_bits, fp8=runtime.fp8)
+        * runtime.compute_eff
+    )
     bw = device.mem_bw_gbps * 1e9 * runtime.bw_eff
     return max(flops / peak, nbytes / bw)

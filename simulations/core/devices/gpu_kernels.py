@@ -359,7 +359,7 @@ class KernelCosts:
     def __init__(self, device: DeviceSpec, precision: Precision, p: KernelParams) -> None:
         self.p = p
         self.precision = precision
-        peak = device.peak_ops_per_s(precision.act_bits, precision.weight_bits)
+        peak = device.peak_ops_per_s(precision.act_bits, precision.weight_bits, fp8=precision.fp8)
         bw = device.mem_bw_gbps * 1e9
         self.peak = peak
         self.peak_bw = bw

@@ -254,11 +254,14 @@ class BatchingSim(Simulator):
             self.fin_step[rid] = fin
             heapq.heappush(self.fin[u], (fin, rid))
             self.on_unit[rid] = u
-        cost = unit.prefill_cost([self.plen[r] for r in batch])
+        lens = [self.plen[r] for r in batch]
+        cost = unit.prefill_cost(lens)
         end = now + cost.seconds
         unit.occupy(now, end, cost.joules, PREFILL, batch[0] if len(batch) == 1 else -1, len(batch))
         unit.prefill_tokens += tokens
         unit.prefill_outputs += len(batch)
+        if unit.group_size > 1:
+            unit.comm_s += unit.dm.collective_prefill_s(unit.model, lens)
         self._note_peak(u, 0)
         self.mode[u] = PREFILL
         self.run_plan[u] = None
@@ -365,6 +368,8 @@ class BatchingSim(Simulator):
         label = next(iter(self.running[u])) if b == 1 else -1
         unit.occupy(t0, t0 + dur, joules, DECODE, label, b)
         unit.decode_tokens += b * k
+        if unit.group_size > 1:
+            unit.comm_s += k * unit.dm.collective_decode_s(unit.model, b)
         self.S[u] += k
         self.run_plan[u] = None
         unit.version += 1

@@ -136,6 +136,11 @@ class Unit:
         self.weights = float(dm.weights_bytes(model))
         self.kv_per_token = float(dm.kv_bytes_per_token(model))
         self.idle_w = float(dm.idle_power_w)
+        #: Devices this unit stands for (a parallel group's ``tp × pp``) and the seconds
+        #: each of them spent in collectives (the policies' schedulers add them up).
+        self.group_size = int(dm.group_size)
+        self.parallel = dm.parallel_info()
+        self.comm_s = 0.0
         if self.weights >= self.capacity:
             raise CapacityError(
                 f"devices[{placement}]",
@@ -267,6 +272,9 @@ class UnitReport:
     timeline: list[list[Any]]
     link_timeline: list[list[Any]]
     timeline_dropped: int
+    group_size: int = 1
+    comm_s: float = 0.0
+    parallel: dict[str, Any] | None = None
 
 
 @dataclass
@@ -422,6 +430,9 @@ class Simulator:
                 timeline_dropped=u.timeline.dropped
                 + u.link_in.timeline.dropped
                 + u.link_out.timeline.dropped,
+                group_size=u.group_size,
+                comm_s=u.comm_s,
+                parallel=u.parallel,
             )
             for u in self.units
         ]

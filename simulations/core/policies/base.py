@@ -30,7 +30,7 @@ from simulations.core.screening import (
     SharedVerdict,
     SignatureLike,
 )
-from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
+from simulations.core.spec import LinkSpec, ModelSpec, SloSpec, SystemSpec, WorkloadSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +149,14 @@ class Policy(ABC):
         raise SpecError("policy", f"no screen for {cls.name!r}")
 
     @classmethod
+    def check_system(cls, system: SystemSpec, model: ModelSpec) -> None:
+        """Raise SpecError (its field relative to the system, e.g.
+        ``options.tensor_parallel``) when ``system`` cannot serve ``model`` whatever the
+        workload — checked when a scenario is parsed, so the API refuses it up front. The
+        default checks nothing."""
+        return None
+
+    @classmethod
     def unsearchable_option(cls, name: str, value: Any) -> str | None:
         """Why a plan cannot try ``value`` for option ``name`` (None: it can); e.g. a value
         that models other hardware than the devices the plan prices."""
@@ -165,6 +173,20 @@ class Policy(ABC):
         progress: ProgressFn | None = None,
     ) -> dict[str, Any]:
         """Simulate ``system`` on ``workload`` and return its result-document entry."""
+
+
+def resolve_link(system: SystemSpec, options: Mapping[str, Any]) -> LinkSpec | None:
+    """The interconnect a system's ``link`` option names: the scenario parser's resolved
+    :attr:`~simulations.core.spec.SystemSpec.interconnect`, else the shipped catalog's link
+    (a system built without the parser); ``None`` when the option is empty."""
+    if system.interconnect is not None or not options.get("link"):
+        return system.interconnect
+    from simulations.core.catalog import builtin_catalog
+
+    try:
+        return builtin_catalog().link(str(options["link"]))
+    except SpecError as exc:
+        raise SpecError("options.link", exc.message) from None
 
 
 _REGISTRY: dict[str, type[Policy]] = {}

@@ -126,6 +126,16 @@ def render_table(result: dict[str, Any]) -> str:
                 f"energy {_num(d.get('energy_j'))} J"
             )
             lines.append(_clip(text, WIDTH))
+            par = d.get("parallel")
+            if par:
+                lines.append(
+                    _clip(
+                        f"    {par['replicas']}× TP{par['tensor_parallel']}×PP"
+                        f"{par['pipeline_parallel']} over {par['link']}: comm "
+                        f"{par['comm_share']:.1%}, bubbles {par['bubble_fraction']:.1%}",
+                        WIDTH,
+                    )
+                )
     return "\n".join(lines)
 
 

@@ -93,3 +93,22 @@ def test_a_bad_shared_prefix_is_refused_naming_the_field(value: Any, field: str)
     with pytest.raises(ScenarioValidationError) as err:
         parse_scenario(doc, CAT)
     assert field in err.value.errors
+
+
+def test_a_tensor_parallel_group_runs_chunked_prefill_and_a_pipeline_refuses_it() -> None:
+    doc = _doc(
+        max_batch=32, chunked_prefill=True, prefix_caching=True, tensor_parallel=2, link="nvlink4"
+    )
+    doc["systems"][0]["devices"] = [{"device": "h100-sxm", "count": 2, "runtime": "vllm-fp16"}]
+    result = simulate(parse_scenario(doc, CAT))["systems"][0]
+    assert result["scheduler"]["chunked_prefill"] is True
+    assert result["scheduler"]["prefix_hits"] > 0
+    doc["systems"][0]["options"] = {
+        "max_batch": 32,
+        "chunked_prefill": True,
+        "pipeline_parallel": 2,
+        "link": "nvlink4",
+    }
+    with pytest.raises(SpecError) as err:
+        simulate(parse_scenario(doc, CAT))
+    assert err.value.field == "systems[0].options.chunked_prefill"

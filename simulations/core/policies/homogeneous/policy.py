@@ -5,23 +5,30 @@ The baseline every paper compares against; see :class:`HomogeneousPolicy`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar
 
+from simulations.core.devices import build_device_model
 from simulations.core.devices.base import DeviceModel
+from simulations.core.devices.parallel import ParallelGroup, stage_model
 from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.chunked import ChunkedSim
 from simulations.core.engine.core import ProgressFn, SimOutput, build_units
 from simulations.core.engine.requests import RequestSet
-from simulations.core.errors import SpecError
-from simulations.core.policies.base import OptionSpec, RoleSpec, register
+from simulations.core.errors import CapacityError, SpecError
+from simulations.core.policies.base import OptionSpec, RoleSpec, register, resolve_link
 from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
+    DeviceKind,
     DeviceSpec,
     ModelSpec,
     RuntimeProfile,
     SystemSpec,
 )
+
+#: The parallelism options (the planner does not search them yet).
+PARALLEL_OPTIONS = ("tensor_parallel", "pipeline_parallel", "micro_batches", "link")
 
 
 @register
@@ -57,9 +64,21 @@ class HomogeneousPolicy(EnginePolicy):
     shared prefix cached once per device (:mod:`simulations.core.engine.chunked`).
     A system created in the builder or the API starts with :attr:`new_system_options`.
 
+    *Parallelism* (GPUs only): ``tensor_parallel`` × ``pipeline_parallel`` devices of a
+    placement form one model replica (:class:`~simulations.core.devices.parallel.
+    ParallelGroup`: heads, KV heads and FFN widths split ``tensor_parallel`` ways with two
+    all-reduces per layer, layers split into ``pipeline_parallel`` stages run with
+    ``micro_batches`` micro-batches), communicating over the catalog ``link``; the
+    placement's ``count / (tp × pp)`` replicas are data-parallel behind the router, each one
+    engine unit. Degrees 1 and 1 are exactly the single-device model. A degree that does
+    not divide the model's heads, KV heads, FFN width or layers, a count it does not
+    divide, or a model whose share of the weights does not fit one device's memory is
+    refused when the scenario is parsed, naming the option.
+
     Deviations/assumptions: the same paged-memory bound is applied with ``max_batch = 1``
-    (it only matters for contexts near the memory limit); data-parallel replicas only (no
-    tensor parallelism); the router does not move queued requests between replicas.
+    (it only matters for contexts near the memory limit); the router does not move queued
+    requests between replicas; a replica's KV pool is its devices' memory together (see
+    :mod:`simulations.core.devices.parallel` for the cost model's own deviations).
     """
 
     name: ClassVar[str] = "homogeneous"
@@ -128,6 +147,39 @@ class HomogeneousPolicy(EnginePolicy):
             minimum=1,
             maximum=64,
         ),
+        OptionSpec(
+            "tensor_parallel",
+            int,
+            1,
+            "GPUs one model replica's heads, KV heads and FFN widths are split across "
+            "(two all-reduces per layer over the link)",
+            minimum=1,
+            maximum=64,
+        ),
+        OptionSpec(
+            "pipeline_parallel",
+            int,
+            1,
+            "pipeline stages one model replica's layers are split into",
+            minimum=1,
+            maximum=64,
+        ),
+        OptionSpec(
+            "micro_batches",
+            int,
+            1,
+            "micro-batches a pass is cut into through the pipeline stages; the bubble "
+            "fraction is (stages - 1) / (micro-batches + stages - 1)",
+            minimum=1,
+            maximum=1024,
+        ),
+        OptionSpec(
+            "link",
+            str,
+            "",
+            "the catalog interconnect the parallel groups communicate over (nvlink4, "
+            "pcie5-x16, …); required when tensor_parallel × pipeline_parallel > 1",
+        ),
     )
 
     #: What a homogeneous system created in the builder or through the API starts with:
@@ -174,6 +226,62 @@ class HomogeneousPolicy(EnginePolicy):
         return BatchingSim(requests, units, **common, **engine)
 
     @classmethod
+    def unsearchable_option(cls, name: str, value: Any) -> str | None:
+        """The planner searches data-parallel replicas only (its screen bounds one device)."""
+        if name in PARALLEL_OPTIONS and value not in (1, ""):
+            return "the planner does not search tensor or pipeline parallelism yet"
+        return None
+
+    @classmethod
+    def check_system(cls, system: SystemSpec, model: ModelSpec) -> None:
+        """Degrees that divide the model and the counts, a link, and every device's share of
+        the weights within its memory (see the class notes)."""
+        opts = cls.resolve_options(system.options)
+        tp, pp = int(opts["tensor_parallel"]), int(opts["pipeline_parallel"])
+        group = tp * pp
+        if group == 1:
+            return
+        for name, what, value in (
+            ("n_heads", "attention heads", tp),
+            ("n_kv_heads", "KV heads", tp),
+            ("ffn_size", "FFN width", tp),
+            ("n_layers", "layers", pp),
+        ):
+            size = getattr(model, name)
+            if size % value:
+                option = "tensor_parallel" if name != "n_layers" else "pipeline_parallel"
+                raise SpecError(
+                    f"options.{option}",
+                    f"{value} does not divide {model.slug}'s {size} {what} ({name})",
+                )
+        if not opts["link"] and system.interconnect is None:
+            raise SpecError("options.link", f"name the interconnect of the {group}-device groups")
+        for j, p in enumerate(system.devices):
+            if p.device.kind is not DeviceKind.GPU:
+                raise SpecError(
+                    f"devices[{j}].device",
+                    f"tensor and pipeline parallelism are modelled for GPUs, not "
+                    f"{p.device.kind} ({p.device.slug})",
+                )
+            if p.count % group:
+                raise SpecError(
+                    f"devices[{j}].count",
+                    f"{p.count} devices do not form replicas of tensor_parallel × "
+                    f"pipeline_parallel = {group}",
+                )
+            dm = build_device_model(p.device, p.runtime)
+            need = dm.weights_bytes(stage_model(model, tp, pp))
+            cap = dm.memory_capacity_bytes * float(opts["memory_utilization"])
+            if need >= cap:
+                raise CapacityError(
+                    "options.tensor_parallel",
+                    f"{model.slug} needs {need / 1e9:.1f} GB of weights per device at "
+                    f"tensor_parallel {tp} × pipeline_parallel {pp} "
+                    f"({p.runtime.weight_bits}-bit) but {p.device.slug} offers "
+                    f"{cap / 1e9:.1f} GB (memory × memory_utilization); raise the degrees",
+                )
+
+    @classmethod
     def screen_fit(
         cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
     ) -> None:
@@ -211,11 +319,21 @@ class HomogeneousPolicy(EnginePolicy):
         """Run the scheduler on ``requests`` and return the raw outcome."""
         opts = self.resolve_options(system.options)
         prefetch = int(opts["prefetch_ratio"])
+        tp, pp = int(opts["tensor_parallel"]), int(opts["pipeline_parallel"])
+        group = tp * pp
+        placements = system.devices
+        if group > 1:
+            self.check_system(system, model)
+            link = resolve_link(system, opts)
+            # One engine unit per data-parallel replica of tp × pp devices.
+            placements = tuple(replace(p, count=p.count // group) for p in system.devices)
 
         shared_kv = bool(opts["prefix_caching"])
 
         def factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
             dm = self.device_models(device, runtime).with_settings({"prefetch_ratio": prefetch})
+            if group > 1:
+                dm = ParallelGroup(dm, tp, pp, micro_batches=int(opts["micro_batches"]), link=link)
             # Shared prefix blocks are counted once by the scheduler's KV pool.
             return dm.with_shared_kv() if shared_kv else dm
 
@@ -223,7 +341,7 @@ class HomogeneousPolicy(EnginePolicy):
             return dm.host_sampling_s(model)
 
         units = build_units(
-            system.devices,
+            placements,
             model,
             factory,
             exact=self.reference,

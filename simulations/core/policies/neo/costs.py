@@ -73,13 +73,22 @@ class StageCosts:
     memory and shares its bandwidth).
     """
 
-    def __init__(self, gpu: GpuModel, cpu: CpuModel | None, model: ModelSpec, tp: int = 1) -> None:
+    def __init__(
+        self,
+        gpu: GpuModel,
+        cpu: CpuModel | None,
+        model: ModelSpec,
+        tp: int = 1,
+        peer: LinkSpec | None = None,
+    ) -> None:
         if not isinstance(gpu, GpuModel):
             raise SpecError("devices", "Neo's GPU stages need the GPU roofline model")
         self.gpu = gpu
         self.cpu = cpu
         self.model = model
         self.tp = tp
+        #: The link the GPUs all-reduce over (the system's, else the GPU's peer link).
+        self.peer = peer if peer is not None else gpu.device.peer_link
         self.shard = shard_model(model, tp)
         self.n_layers = model.n_layers
         self.fused = bool(getattr(gpu, "fused_attention", False))
@@ -189,7 +198,7 @@ class StageCosts:
         t = sum(op.seconds(tokens, 0.0, f) for op in self._lin) + self.glue_layer_s
         t += self.gpu.layer_extra_s(self.shard, tokens)
         if self.tp > 1:
-            t += allreduce_layer_s(self.gpu.device, self.model, self.tp, tokens)
+            t += allreduce_layer_s(self.gpu.device, self.model, self.tp, tokens, self.peer)
         return t
 
     def gpu_decode_attn_layer_s(self, batch: int, cached: int) -> float:

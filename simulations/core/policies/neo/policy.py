@@ -16,7 +16,7 @@ from simulations.core.engine.core import ProgressFn, SimOutput, Unit
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.graph import prefill_graph
-from simulations.core.policies.base import OptionSpec, RoleSpec, register
+from simulations.core.policies.base import OptionSpec, RoleSpec, register, resolve_link
 from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
@@ -71,6 +71,14 @@ SHARED_OPTIONS: tuple[OptionSpec, ...] = (
         "max_tokens_in_batch; a longer single prompt still runs, alone)",
         16,
         1_000_000,
+    ),
+    OptionSpec(
+        "link",
+        str,
+        "",
+        "the catalog interconnect the tensor-parallel GPUs all-reduce over (nvlink4, "
+        "pcie5-x16, …); empty: the GPU record's peer link (no catalog GPU has one, so the "
+        "all-reduces then cost nothing)",
     ),
 )
 
@@ -312,7 +320,7 @@ class NeoBasePolicy(EnginePolicy):
             * float(opts["cpu_memory_fraction"])
             / (bs * model.kv_bytes_per_token(gp.runtime.kv_bits))
         )
-        costs = StageCosts(gdm, cdm, model, tp)
+        costs = StageCosts(gdm, cdm, model, tp, resolve_link(system, opts))
         longest = int(np.max(requests.input_tokens + requests.output_tokens))
         table = ProfileTable(
             costs,
@@ -535,7 +543,9 @@ class GpuOnlyPolicy(EnginePolicy):
         bs = int(opts["block_size"])
         tokens = int(opts["max_batched_tokens"])
         util_eff = engine_memory_utilization(inner, shard, opts)
-        dm: DeviceModel = inner if tp == 1 else TensorParallelGpu(inner, tp)
+        dm: DeviceModel = (
+            inner if tp == 1 else TensorParallelGpu(inner, tp, resolve_link(system, opts))
+        )
         unit = Unit(
             0,
             gi,

@@ -1,0 +1,401 @@
+"""Tensor and pipeline parallelism: a group of identical devices serving one model replica.
+
+*Tensor parallelism* (Megatron-style, as vLLM shards a model): attention heads and KV heads
+are split across the ``tp`` devices (column-parallel QKV, row-parallel output projection),
+the FFN's intermediate width likewise (column-parallel gate/up, row-parallel down), the
+embedding and the LM head along the vocabulary; norms are replicated. Each device holds
+``1/tp`` of the GEMM weights and of every token's KV cache, and each layer ends its
+attention block and its FFN with an all-reduce of the layer's activations (two per layer).
+
+*Pipeline parallelism*: the layers are split into ``pp`` stages of ``n_layers / pp`` layers
+(each stage a TP group of ``tp`` devices); a pass is cut into micro-batches that flow through
+the stages (GPipe). With ``m`` equal micro-batches of stage time ``t`` a pass takes
+``(m + pp − 1) × t``: the bubble fraction is ``(pp − 1) / (m + pp − 1)``. Between stages a
+micro-batch's activations cross the link once.
+
+*Collectives* run over a :class:`~simulations.core.spec.LinkSpec` (bandwidth per direction,
+latency per step). The algorithm is a setting of the serving stack (the runtime profile's
+``allreduce_algorithm`` parameter, :data:`ALLREDUCE_ALGORITHMS`):
+
+* ring (0, NCCL's default for large messages): ``2(n−1)`` steps, each paying the link's
+  latency, moving ``2(n−1)/n`` of the tensor over each device's link —
+  ``t = 2(n−1) × latency + 2(n−1)/n × bytes / bandwidth``;
+* one-shot (1, vLLM's custom all-reduce for small messages over a switched fabric): every
+  device sends its whole tensor to the others at once and reduces locally —
+  ``t = latency + (n−1) × bytes / bandwidth`` (:func:`one_shot_allreduce_s`).
+
+:func:`shard_model` gives one device's shapes as a :class:`ModelSpec`, so the operator graph
+and every device model cost one device's share without knowing about parallelism;
+:class:`ParallelGroup` wraps a device's cost model into the cost model of the whole group
+(the engine sees one unit per replica).
+
+Deviations: a stage is costed as the model cut to ``n_layers / pp`` layers *with* the
+embedding, the LM head and the stack's per-pass host costs, an upper bound for every stage
+(only the first holds the embedding, only the last the LM head); micro-batches of a decode
+step are equal (the largest, ``⌈batch / m⌉`` sequences and ``⌈kv / m⌉`` cached tokens);
+all-reduces and stage-to-stage sends do not overlap compute; a ring runs over one link per
+device at the link's full bandwidth per direction.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
+
+from simulations.core.errors import SpecError
+from simulations.core.spec import LinkSpec, ModelSpec
+
+from .base import DeviceModel, PhaseCost, StreamFloor
+
+#: Bytes per activation element the all-reduces move: the row-parallel GEMMs' outputs are
+#: reduced in 16-bit (FP16/BF16) whatever the weights' precision (vLLM keeps activations
+#: between layers in the model dtype, also under FP8 and INT4 weights).
+ALLREDUCE_BYTES_PER_ELEMENT = 2
+#: The all-reduce algorithms a runtime profile may name in ``params.allreduce_algorithm``.
+ALLREDUCE_RING = 0
+ALLREDUCE_ONE_SHOT = 1
+ALLREDUCE_ALGORITHMS = {ALLREDUCE_RING: "ring", ALLREDUCE_ONE_SHOT: "one-shot"}
+#: All-reduces per transformer layer under tensor parallelism (after attention, after FFN).
+ALLREDUCES_PER_LAYER = 2
+
+
+def ring_allreduce_s(link: LinkSpec, n: int, nbytes: float) -> float:
+    """Seconds of a ring all-reduce of ``nbytes`` over ``n`` devices:
+    ``2(n−1) × latency + 2(n−1)/n × bytes / bandwidth`` (0 for one device or no bytes)."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    steps = 2 * (n - 1)
+    return steps * link.latency_us * 1e-6 + steps / n * nbytes / (link.bw_gbps * 1e9)
+
+
+def one_shot_allreduce_s(link: LinkSpec, n: int, nbytes: float) -> float:
+    """Seconds of a one-shot all-reduce: each device sends its whole tensor to the ``n − 1``
+    others at once through the switch and reduces locally — one latency, ``(n−1) × bytes``
+    out of each device's link: ``latency + (n−1) × bytes / bandwidth``."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    return link.latency_us * 1e-6 + (n - 1) * nbytes / (link.bw_gbps * 1e9)
+
+
+def allreduce_s(link: LinkSpec, n: int, nbytes: float, algorithm: int = ALLREDUCE_RING) -> float:
+    """Seconds of one all-reduce of ``nbytes`` across ``n`` devices with ``algorithm``."""
+    if algorithm == ALLREDUCE_RING:
+        return ring_allreduce_s(link, n, nbytes)
+    if algorithm == ALLREDUCE_ONE_SHOT:
+        return one_shot_allreduce_s(link, n, nbytes)
+    raise SpecError(
+        "params.allreduce_algorithm",
+        f"unknown all-reduce algorithm {algorithm!r} "
+        f"(known: {', '.join(f'{k} = {v}' for k, v in ALLREDUCE_ALGORITHMS.items())})",
+    )
+
+
+def allreduce_bytes(model: ModelSpec, tokens: int) -> float:
+    """Bytes of the tensor one all-reduce of a layer reduces for ``tokens`` tokens: the
+    layer's output activations, ``tokens × hidden_size × 2``."""
+    return float(tokens * model.hidden_size * ALLREDUCE_BYTES_PER_ELEMENT)
+
+
+@lru_cache(maxsize=64)
+def shard_model(model: ModelSpec, tp: int) -> ModelSpec:
+    """The shapes one of ``tp`` tensor-parallel devices computes (``model`` itself for 1).
+
+    Heads, KV heads and the FFN width must divide evenly (SpecError naming the model's
+    field otherwise); the vocabulary is padded up to a multiple of ``tp`` as vLLM pads it.
+    """
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise SpecError("devices.count", "the tensor-parallel degree must be an integer >= 1")
+    if tp == 1:
+        return model
+    for name in ("n_heads", "n_kv_heads", "ffn_size"):
+        if getattr(model, name) % tp:
+            raise SpecError(
+                f"{model.slug}.{name}",
+                f"{getattr(model, name)} is not divisible by the tensor-parallel degree {tp}",
+            )
+    return replace(
+        model,
+        slug=f"{model.slug}/tp{tp}",
+        name=f"{model.name} (1/{tp} shard)",
+        n_heads=model.n_heads // tp,
+        n_kv_heads=model.n_kv_heads // tp,
+        ffn_size=model.ffn_size // tp,
+        vocab_size=-(-model.vocab_size // tp),
+    )
+
+
+@lru_cache(maxsize=64)
+def stage_model(model: ModelSpec, tp: int, pp: int) -> ModelSpec:
+    """The shapes one device of a pipeline stage computes: ``model`` sharded ``tp`` ways,
+    cut to ``n_layers / pp`` layers (SpecError naming ``n_layers`` when ``pp`` does not
+    divide it)."""
+    shard = shard_model(model, tp)
+    if pp == 1:
+        return shard
+    if model.n_layers % pp:
+        raise SpecError(
+            f"{model.slug}.n_layers",
+            f"{model.n_layers} layers do not split into {pp} equal pipeline stages",
+        )
+    return replace(
+        shard,
+        slug=f"{shard.slug}/pp{pp}",
+        name=f"{shard.name} (1/{pp} of the layers)",
+        n_layers=model.n_layers // pp,
+    )
+
+
+class ParallelGroup(DeviceModel):
+    """``tp × pp`` identical devices serving one model replica, seen as one device.
+
+    Memory and weights are the group's totals (every device's capacity, all shards' weights
+    once), the KV cache per token is the whole token's (every shard's heads of every
+    layer), so a scheduler's KV pool ``(capacity × utilisation − weights) / KV per token``
+    is the group's. A pass costs what one stage device's share costs (the devices of a
+    stage run in lockstep) plus the collectives, through the pipeline's micro-batches when
+    ``pp > 1``. Energy counts every device: busy ones at their cost model's draw, bubbles
+    and collectives at its idle (waiting) power.
+
+    ``link`` carries the collectives and the stage-to-stage sends; ``None`` is allowed only
+    for a group that communicates nothing (``tp = pp = 1``) — or, for Neo's baselines,
+    whose catalog GPUs carry no peer link, a group whose communication is not modelled
+    (``free_without_link``).
+    """
+
+    def __init__(
+        self,
+        inner: DeviceModel,
+        tp: int,
+        pp: int = 1,
+        *,
+        micro_batches: int = 1,
+        link: LinkSpec | None = None,
+        algorithm: int | None = None,
+        free_without_link: bool = False,
+    ) -> None:
+        # The group's devices are the inner model's: its family checked their parameters.
+        self.device = inner.device
+        self.runtime = inner.runtime
+        self.device_params = inner.device_params
+        if tp < 1 or pp < 1 or micro_batches < 1:
+            raise SpecError("options", "parallel degrees and micro-batches must be at least 1")
+        if link is None and (tp > 1 or pp > 1) and not free_without_link:
+            raise SpecError("options.link", "a parallel group needs a link to communicate over")
+        self.inner = inner
+        self.tp = tp
+        self.pp = pp
+        self.micro_batches = micro_batches
+        self.link = link
+        if algorithm is None:
+            algorithm = int(inner.runtime.param("allreduce_algorithm", ALLREDUCE_RING))
+        if algorithm not in ALLREDUCE_ALGORITHMS:
+            raise SpecError(
+                f"{inner.runtime.slug}.params.allreduce_algorithm",
+                "must be one of "
+                + ", ".join(f"{k} ({v})" for k, v in ALLREDUCE_ALGORITHMS.items()),
+            )
+        self.algorithm = algorithm
+        self._comm_cache: dict[tuple[ModelSpec, int], float] = {}
+        self._prefill_cache: dict[tuple[ModelSpec, tuple[int, ...]], tuple[PhaseCost, float]] = {}
+
+    # --- shapes ----------------------------------------------------------------------------
+
+    @property
+    def group_size(self) -> int:
+        """Devices in the group."""
+        return self.tp * self.pp
+
+    def parallel_info(self) -> dict[str, Any] | None:
+        """The layout a result shows: degrees, micro-batches, the link, the all-reduce
+        algorithm and the pipeline's bubble fraction ``(pp − 1) / (m + pp − 1)``."""
+        if self.group_size == 1:
+            return None
+        return {
+            "tensor_parallel": self.tp,
+            "pipeline_parallel": self.pp,
+            "micro_batches": self.micro_batches,
+            "link": None if self.link is None else (self.link.slug or str(self.link.kind)),
+            "allreduce_algorithm": ALLREDUCE_ALGORITHMS[self.algorithm],
+            "bubble_fraction": self.bubble_fraction(),
+        }
+
+    def _shard(self, model: ModelSpec) -> ModelSpec:
+        return shard_model(model, self.tp)
+
+    def _stage(self, model: ModelSpec) -> ModelSpec:
+        return stage_model(model, self.tp, self.pp)
+
+    # --- communication ---------------------------------------------------------------------
+
+    def stage_comm_s(self, model: ModelSpec, tokens: int) -> float:
+        """Seconds one stage device spends communicating for ``tokens`` tokens of one
+        micro-batch: its layers' two all-reduces each, plus the send to the next stage."""
+        if tokens <= 0 or self.link is None:
+            return 0.0
+        key = (model, tokens)
+        hit = self._comm_cache.get(key)
+        if hit is not None:
+            return hit
+        nbytes = allreduce_bytes(model, tokens)
+        layers = model.n_layers // self.pp
+        t = layers * ALLREDUCES_PER_LAYER * allreduce_s(self.link, self.tp, nbytes, self.algorithm)
+        if self.pp > 1:
+            t += self.link.transfer_s(nbytes)
+        if len(self._comm_cache) >= 65536:
+            self._comm_cache.clear()
+        self._comm_cache[key] = t
+        return t
+
+    def _micro(self, n: int) -> int:
+        """Micro-batches a pass of ``n`` sequences is cut into (at most one per sequence)."""
+        return max(1, min(self.micro_batches, n)) if self.pp > 1 else 1
+
+    def bubble_fraction(self, micro_batches: int | None = None) -> float:
+        """``(pp − 1) / (m + pp − 1)``: the share of a pass the pipeline's devices wait."""
+        m = self.micro_batches if micro_batches is None else micro_batches
+        return (self.pp - 1) / (m + self.pp - 1)
+
+    # --- costs -----------------------------------------------------------------------------
+
+    def _pipeline(self, stages: Sequence[tuple[PhaseCost, float]]) -> PhaseCost:
+        """The pass of micro-batches ``stages`` (each: one stage device's cost and its
+        communication seconds) through the pipeline, for the whole group."""
+        times = [c.seconds + comm for c, comm in stages]
+        longest = max(times)
+        seconds = sum(times) + (self.pp - 1) * longest
+        wait_w = self.inner.idle_power_w
+        n = self.group_size
+        busy_j = sum(c.joules + comm * wait_w for c, comm in stages)
+        bubble_j = (seconds - sum(times)) * wait_w
+        flops = sum(c.flops for c, _ in stages)
+        nbytes = sum(c.bytes for c, _ in stages)
+        return PhaseCost(seconds, n * (busy_j + bubble_j), n * flops, n * nbytes)
+
+    def _prefill(self, model: ModelSpec, seq_lens: Sequence[int]) -> tuple[PhaseCost, float]:
+        key = (model, tuple(seq_lens))
+        hit = self._prefill_cache.get(key)
+        if hit is not None:
+            return hit
+        stage = self._stage(model)
+        m = self._micro(len(seq_lens))
+        # Contiguous micro-batches of (nearly) equal numbers of prompts.
+        bounds = [round(i * len(seq_lens) / m) for i in range(m + 1)]
+        parts = [list(seq_lens[bounds[i] : bounds[i + 1]]) for i in range(m)]
+        stages = [
+            (self.inner.prefill(stage, part), self.stage_comm_s(model, sum(part))) for part in parts
+        ]
+        out = (self._pipeline(stages), sum(comm for _, comm in stages))
+        if len(self._prefill_cache) >= 65536:
+            self._prefill_cache.clear()
+        self._prefill_cache[key] = out
+        return out
+
+    def prefill(self, model: ModelSpec, seq_lens: Sequence[int]) -> PhaseCost:
+        """The prompts through the group: one stage device's share of each micro-batch plus
+        its collectives, through the pipeline."""
+        if self.pp == 1:
+            # Kept as the tensor-parallel-only arithmetic (Neo's baselines are recorded so).
+            c = self.inner.prefill(self._shard(model), seq_lens)
+            return _scaled(c, self.tp, self.stage_comm_s(model, sum(seq_lens)), self.inner)
+        return self._prefill(model, seq_lens)[0]
+
+    def decode_step(self, model: ModelSpec, batch: int, kv_tokens: int) -> PhaseCost:
+        """One decode iteration through the group (equal micro-batches of ``⌈batch / m⌉``
+        sequences over ``⌈kv_tokens / m⌉`` cached tokens each)."""
+        if self.pp == 1:
+            c = self.inner.decode_step(self._shard(model), batch, kv_tokens)
+            return _scaled(c, self.tp, self.stage_comm_s(model, batch), self.inner)
+        m = self._micro(batch)
+        mb = -(-batch // m)
+        c = self.inner.decode_step(self._stage(model), mb, -(-kv_tokens // m))
+        comm = self.stage_comm_s(model, mb)
+        return self._pipeline([(c, comm)] * m)
+
+    def chunked_step(
+        self,
+        model: ModelSpec,
+        batch: int,
+        kv_tokens: int,
+        chunks: Sequence[tuple[int, int]],
+    ) -> PhaseCost:
+        """A chunked-prefill iteration through a tensor-parallel group: one shard's mixed
+        pass plus the all-reduces of all its tokens (as :meth:`prefill`). Pipeline groups
+        refuse it: how vLLM schedules chunks across micro-batches is not modelled."""
+        if self.pp != 1:
+            raise SpecError(
+                "options.chunked_prefill",
+                "chunked prefill is modelled for tensor parallelism, not pipeline_parallel > 1",
+            )
+        c = self.inner.chunked_step(self._shard(model), batch, kv_tokens, chunks)
+        tokens = batch + sum(n for n, _ in chunks)
+        return _scaled(c, self.tp, self.stage_comm_s(model, tokens), self.inner)
+
+    def with_shared_kv(self) -> DeviceModel:
+        """This group over its device model's :meth:`~DeviceModel.with_shared_kv` twin."""
+        twin = copy.copy(self)
+        twin.inner = self.inner.with_shared_kv()
+        return twin
+
+    def collective_prefill_s(self, model: ModelSpec, seq_lens: Sequence[int]) -> float:
+        """Seconds each device of the group communicates during the prefill ``seq_lens``."""
+        if self.pp == 1:
+            return self.stage_comm_s(model, sum(seq_lens))
+        return self._prefill(model, seq_lens)[1]
+
+    def collective_decode_s(self, model: ModelSpec, batch: int) -> float:
+        """Seconds each device of the group communicates during one decode step of
+        ``batch`` sequences (the same at every context length)."""
+        m = self._micro(batch)
+        return m * self.stage_comm_s(model, -(-batch // m))
+
+    def weights_bytes(self, model: ModelSpec) -> float:
+        """All shards' weights (``tp`` × one device's share of every layer): the model's
+        weights once, whatever the pipeline split."""
+        return self.tp * self.inner.weights_bytes(self._shard(model))
+
+    def device_weights_bytes(self, model: ModelSpec) -> float:
+        """The weights the most loaded device holds: its shard of a stage's layers plus the
+        embedding and the LM head (an upper bound for every stage)."""
+        return self.inner.weights_bytes(self._stage(model))
+
+    def kv_bytes_per_token(self, model: ModelSpec) -> float:
+        """A whole token's KV cache (spread over the shards and stages)."""
+        return self.tp * self.inner.kv_bytes_per_token(self._shard(model))
+
+    @property
+    def memory_capacity_bytes(self) -> float:
+        """The group's memory."""
+        return self.group_size * self.inner.memory_capacity_bytes
+
+    @property
+    def idle_power_w(self) -> float:
+        """The group's idle power."""
+        return self.group_size * self.inner.idle_power_w
+
+    def peak_ops_per_s(self) -> float:
+        """The group's peak (every device's)."""
+        return self.group_size * self.inner.peak_ops_per_s()
+
+    def compute_rate_bound(self) -> float | None:
+        """The group's rate: its devices compute their shares in lockstep."""
+        inner = self.inner.compute_rate_bound()
+        return None if inner is None else inner * self.group_size
+
+    def floor_power_w(self) -> float:
+        """One device's floor: a valid floor for the group, though ``tp × pp`` times it
+        would be tighter (every device draws at least its own floor)."""
+        return self.inner.floor_power_w()
+
+    def decode_stream_floor(self, model: ModelSpec) -> StreamFloor | None:
+        """Each device streams its shard's weights and KV in lockstep: one device's floor
+        for its tensor-parallel shard (a pipeline only adds stages after it)."""
+        return self.inner.decode_stream_floor(self._shard(model))
+
+
+def _scaled(c: PhaseCost, tp: int, extra_s: float, inner: DeviceModel) -> PhaseCost:
+    """One shard's cost ``c`` plus ``extra_s`` of collectives, for the ``tp`` devices."""
+    joules = tp * (c.joules + extra_s * inner.idle_power_w)
+    return PhaseCost(c.seconds + extra_s, joules, tp * c.flops, tp * c.bytes)
