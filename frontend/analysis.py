@@ -132,7 +132,7 @@ def scenario_rooflines(
             seen.add(key)
             if p.device.kind not in ROOFLINE_KINDS:
                 notes.append(
-                    f"{p.device.slug}: no single-device roofline for {p.device.kind.value} devices"
+                    f"{p.device.slug}: no single-device roofline for {p.device.kind} devices"
                 )
                 continue
             try:
