@@ -10,7 +10,7 @@ PORT ?= 8000
 export DJANGO_SETTINGS_MODULE ?= hetplanner.settings.local
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run worker beat test test-core lint format typecheck bench check-deploy clean
+.PHONY: help setup run worker housekeeping beat test test-core lint format typecheck bench check-deploy clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -26,11 +26,14 @@ setup: $(STAMP) ## Create .venv, install, migrate and load the seed catalog
 	$(PYTHON) manage.py seed_catalog
 	$(PYTHON) manage.py collectstatic --noinput --verbosity 0
 
-run: setup ## Serve the dashboard on http://127.0.0.1:8000 with a Celery worker (embedded defaults)
+run: setup ## Serve the dashboard on http://127.0.0.1:8000 with a Celery worker and the housekeeping worker (embedded defaults)
 	$(PYTHON) manage.py runstack --host $(HOST) --port $(PORT)
 
-worker: $(STAMP) ## Start one Celery worker (add more on any host to scale out; CONCURRENCY=n)
-	$(BIN)/celery -A hetplanner worker --loglevel=INFO --concurrency=$${CONCURRENCY:-2}
+worker: $(STAMP) ## Start one Celery worker for the jobs (add more on any host to scale out; CONCURRENCY=n)
+	$(BIN)/celery -A hetplanner worker --queues hetplanner --loglevel=INFO --concurrency=$${CONCURRENCY:-2}
+
+housekeeping: $(STAMP) ## Start the worker of the housekeeping queue (the reconcilers beat schedules)
+	$(BIN)/celery -A hetplanner worker --queues housekeeping --concurrency 1 --loglevel=INFO --hostname housekeeping@%h
 
 beat: $(STAMP) ## Start the scheduler of the run reconciler (exactly one per deployment)
 	mkdir -p var

@@ -6,11 +6,22 @@ field, a repeated parameter); the API answers 400 instead, naming the parameter.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from django import forms
 from django_filters import rest_framework as filters
+from drf_spectacular.utils import extend_schema_field
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
+
+
+def ordering_pattern(fields: Any) -> str:
+    """The regular expression of an ``ordering`` value over ``fields``: one or more of
+    them, each optionally prefixed with ``-``, comma-separated, nothing else (no blanks).
+    The schema publishes it and the server applies it, so both accept the same values."""
+    name = "|".join(re.escape(f) for f in sorted(fields, key=lambda f: (-len(f), f)))
+    return rf"^-?(?:{name})(?:,-?(?:{name}))*$"
 
 
 class StrictOrderingFilter(OrderingFilter):
@@ -23,13 +34,17 @@ class StrictOrderingFilter(OrderingFilter):
         if len(values) > 1:
             raise ValidationError({self.ordering_param: ["Give this parameter once."]})
         allowed = {name for name, _ in self.get_valid_fields(queryset, view, {"request": request})}
-        fields = [f.strip() for f in values[0].split(",")]
-        bad = [f for f in fields if f.lstrip("-") not in allowed]
-        if bad or not fields:
+        # fullmatch with \Z semantics: "$" would also let a trailing newline through.
+        if not re.fullmatch(ordering_pattern(allowed).rstrip("$"), values[0]):
             raise ValidationError(
-                {self.ordering_param: [f"Order by one of: {', '.join(sorted(allowed))}."]}
+                {
+                    self.ordering_param: [
+                        f"Order by one or more of (comma-separated, '-' for descending): "
+                        f"{', '.join(sorted(allowed))}."
+                    ]
+                }
             )
-        return fields
+        return values[0].split(",")
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         params = super().get_schema_operation_parameters(view)
@@ -38,6 +53,7 @@ class StrictOrderingFilter(OrderingFilter):
             if param["name"] == self.ordering_param and fields:
                 choices = ", ".join(f"{f}, -{f}" for f in fields)
                 param["description"] = f"Comma-separated fields to order by: {choices}."
+                param["schema"] = {"type": "string", "pattern": ordering_pattern(fields)}
         return params
 
 
@@ -62,6 +78,27 @@ class StrictQueryMixin:
         repeated = sorted(k for k, v in request.query_params.lists() if len(v) > 1)
         if repeated:
             raise ValidationError({k: ["Give this parameter once."] for k in repeated})
+
+
+#: Largest primary key (PostgreSQL bigint); a larger id would be a database error.
+MAX_ID = 2**63 - 1
+
+
+class IdField(forms.IntegerField):
+    """A row id in [1, 2**63 - 1]."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(**kwargs)
+
+
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": MAX_ID})
+class IdFilter(filters.NumberFilter):
+    """Rows whose foreign key is this id; an id that matches nothing gives an empty list,
+    not a 400 (whether another user's row exists is not revealed either way)."""
+
+    field_class = IdField
 
 
 class StrictFilterSet(filters.FilterSet):

@@ -18,6 +18,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api import fields as strict
 from api.models import ApiToken
 from simulations import selectors
 from simulations.adapters import (
@@ -36,6 +37,7 @@ from simulations.choices import (
 from simulations.core import scenario as scenario_rules
 from simulations.core.catalog import device_from_dict, model_from_dict, runtime_from_dict
 from simulations.core.errors import ScenarioValidationError, SpecError
+from simulations.core.json_fields import MAX_NAME_LENGTH
 from simulations.core.spec import MAX_QUANTITY
 from simulations.device_families import (
     MAX_PARAMS as MAX_DEVICE_PARAMS,
@@ -81,27 +83,21 @@ SLUG = RegexValidator(
 )
 
 
-def _strictly_positive(value: float) -> None:
-    if value is not None and value <= 0:
-        raise serializers.ValidationError("Must be greater than zero.")
-
-
 def quantity(*, required: bool = False, allow_zero: bool = False, **kw: Any) -> Any:
     """A finite physical quantity in (0, 1e15] (or [0, 1e15]); null allowed unless required."""
-    validators = [] if allow_zero else [_strictly_positive]
-    return serializers.FloatField(
+    field = strict.FloatField if allow_zero else strict.PositiveFloatField
+    return field(
         required=required,
         allow_null=not required,
         min_value=0.0,
         max_value=MAX_QUANTITY,
-        validators=validators,
         **kw,
     )
 
 
 def dimension(*, required: bool = False, maximum: int = MAX_MODEL_DIM, **kw: Any) -> Any:
     """An integer count or size in [1, maximum]."""
-    return serializers.IntegerField(
+    return strict.IntegerField(
         required=required, allow_null=not required, min_value=1, max_value=maximum, **kw
     )
 
@@ -111,7 +107,7 @@ class SourcesField(serializers.DictField):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(
-            child=serializers.CharField(max_length=MAX_SOURCE_CHARS),
+            child=strict.CharField(max_length=MAX_SOURCE_CHARS),
             required=False,
             **kw,
         )
@@ -214,7 +210,7 @@ def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
 # --- catalog ---------------------------------------------------------------------------------
 
 
-class MemoryTierSerializer(serializers.Serializer):
+class MemoryTierSerializer(strict.Serializer):
     """One memory tier: technology, capacity and peak bandwidth."""
 
     kind = serializers.ChoiceField(choices=MemoryKind.choices)
@@ -222,26 +218,26 @@ class MemoryTierSerializer(serializers.Serializer):
     bw_gbps = quantity(required=True, help_text="Peak bandwidth, GB/s.")
 
 
-class LinkSerializer(serializers.Serializer):
+class LinkSerializer(strict.Serializer):
     """A host or peer link."""
 
     kind = serializers.ChoiceField(choices=LinkKind.choices)
     bw_gbps = quantity(required=True, help_text="Bandwidth per direction, GB/s.")
     latency_us = quantity(allow_zero=True, help_text="Latency per transfer, µs.")
-    pcie_gen = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=10)
-    lanes = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=256)
+    pcie_gen = strict.IntegerField(required=False, allow_null=True, min_value=1, max_value=10)
+    lanes = strict.IntegerField(required=False, allow_null=True, min_value=1, max_value=256)
 
 
-class CatalogSerializer(serializers.Serializer):
+class CatalogSerializer(strict.Serializer):
     """Common behaviour of catalog serializers: slug checks and core-spec validation."""
 
     model_class: type[Any]
 
-    id = serializers.IntegerField(read_only=True)
-    slug = serializers.CharField(max_length=64, validators=[SLUG])
-    name = serializers.CharField(max_length=200)
+    id = strict.IntegerField(read_only=True)
+    slug = strict.CharField(max_length=64, validators=[SLUG])
+    name = strict.CharField(max_length=200)
     sources = SourcesField()
-    notes = serializers.CharField(max_length=MAX_NOTES_CHARS, required=False, allow_blank=True)
+    notes = strict.CharField(max_length=MAX_NOTES_CHARS, required=False, allow_blank=True)
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
 
@@ -263,8 +259,8 @@ class DeviceSerializer(CatalogSerializer):
     model_class = Device
 
     kind = DeviceKindField(help_text="Device kind: a registered device family.")
-    vendor = serializers.CharField(max_length=100)
-    parent = serializers.CharField(
+    vendor = strict.CharField(max_length=100)
+    parent = strict.CharField(
         max_length=64,
         required=False,
         allow_null=True,
@@ -361,27 +357,24 @@ class RuntimeProfileSerializer(CatalogSerializer):
     """A software stack's fitted behaviour on one kind of device."""
 
     model_class = RuntimeProfile
+    output_only_keys = ("calibration",)
 
     device_kind = DeviceKindField(help_text="Kind of device this stack runs on.")
     weight_bits = serializers.ChoiceField(choices=PRECISION_CHOICES)
     act_bits = serializers.ChoiceField(choices=PRECISION_CHOICES)
     kv_bits = serializers.ChoiceField(choices=PRECISION_CHOICES)
-    compute_eff = serializers.FloatField(
-        min_value=0.0, max_value=1.0, validators=[_strictly_positive], help_text="(0, 1]."
-    )
-    bw_eff = serializers.FloatField(
-        min_value=0.0, max_value=1.0, validators=[_strictly_positive], help_text="(0, 1]."
-    )
-    kernel_launch_us = serializers.FloatField(
+    compute_eff = strict.PositiveFloatField(max_value=1.0, help_text="(0, 1].")
+    bw_eff = strict.PositiveFloatField(max_value=1.0, help_text="(0, 1].")
+    kernel_launch_us = strict.FloatField(
         required=False, min_value=0.0, max_value=MAX_QUANTITY, help_text="µs per kernel."
     )
-    kernels_per_layer = serializers.IntegerField(required=False, min_value=0, max_value=10**6)
+    kernels_per_layer = strict.IntegerField(required=False, min_value=0, max_value=10**6)
     params = serializers.DictField(
-        child=serializers.FloatField(min_value=-MAX_QUANTITY, max_value=MAX_QUANTITY),
+        child=strict.FloatField(min_value=-MAX_QUANTITY, max_value=MAX_QUANTITY),
         required=False,
         help_text="Extra fitted parameters: name → number.",
     )
-    default_for_kind = serializers.BooleanField(required=False)
+    default_for_kind = strict.BooleanField(required=False)
 
     def to_representation(self, instance: RuntimeProfile) -> dict[str, Any]:
         spec = runtime_spec(instance)
@@ -442,7 +435,7 @@ class LLMModelSerializer(CatalogSerializer):
     ffn_size = dimension(required=True)
     ffn_kind = serializers.ChoiceField(choices=FfnKind.choices)
     vocab_size = dimension(required=True)
-    tied_embeddings = serializers.BooleanField(required=False)
+    tied_embeddings = strict.BooleanField(required=False)
     max_context = dimension(required=False)
 
     def to_representation(self, instance: LLMModel) -> dict[str, Any]:
@@ -486,11 +479,11 @@ class LLMModelSerializer(CatalogSerializer):
         return self.instance
 
 
-class HfImportSerializer(serializers.Serializer):
+class HfImportSerializer(strict.Serializer):
     """A Hugging Face ``config.json`` (as a JSON object) to import as a model."""
 
-    slug = serializers.CharField(max_length=64, validators=[SLUG])
-    name = serializers.CharField(max_length=200)
+    slug = strict.CharField(max_length=64, validators=[SLUG])
+    name = strict.CharField(max_length=200)
     config = serializers.DictField(help_text="The config.json object.")
 
     def validate_config(self, value: dict[str, Any]) -> dict[str, Any]:
@@ -502,7 +495,7 @@ class HfImportSerializer(serializers.Serializer):
 # --- traces and workloads --------------------------------------------------------------------
 
 
-class TraceSerializer(serializers.ModelSerializer):
+class TraceSerializer(strict.ModelSerializer):
     """An uploaded trace's summary (the parsed columns are not listed)."""
 
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -525,14 +518,14 @@ class TraceSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class TraceUploadSerializer(serializers.Serializer):
+class TraceUploadSerializer(strict.Serializer):
     """An Azure-format trace: a CSV ``file`` (multipart) or its ``text`` (JSON)."""
 
-    slug = serializers.CharField(max_length=64, validators=[SLUG])
-    name = serializers.CharField(max_length=200)
-    source = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+    slug = strict.CharField(max_length=64, validators=[SLUG])
+    name = strict.CharField(max_length=200)
+    source = strict.CharField(max_length=2000, required=False, allow_blank=True)
     file = serializers.FileField(required=False, help_text="The CSV file (multipart upload).")
-    text = serializers.CharField(
+    text = strict.CharField(
         required=False,
         max_length=MAX_TRACE_BYTES,
         trim_whitespace=False,
@@ -561,32 +554,69 @@ class TraceUploadSerializer(serializers.Serializer):
         return attrs
 
 
-class WorkloadSerializer(serializers.ModelSerializer):
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "integer", "minimum": 1, "maximum": scenario_rules.MAX_TOKENS},
+            {
+                "type": "object",
+                "properties": {
+                    "dist": {"type": "string", "enum": ["fixed", "uniform", "lognormal", "trace"]}
+                },
+                "required": ["dist"],
+                "additionalProperties": True,
+            },
+        ]
+    }
+)
+class TraceTextUploadSerializer(TraceUploadSerializer):
+    """An Azure-format trace sent as JSON: its CSV ``text`` (files go as multipart)."""
+
+    file = None  # type: ignore[assignment]
+    text = strict.CharField(
+        max_length=MAX_TRACE_BYTES,
+        trim_whitespace=False,
+        help_text="The CSV text (TIMESTAMP,ContextTokens,GeneratedTokens).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        return attrs
+
+
+class TokensField(serializers.JSONField):
+    """A token count: an integer, or a distribution object the core validates."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if isinstance(value, bool) or not isinstance(value, int | dict):
+            raise serializers.ValidationError(
+                'Must be an integer or a distribution object ({"dist": ...}).'
+            )
+        return value
+
+
+class WorkloadSerializer(strict.ModelSerializer):
     """A reusable workload (owned; shared ones are read-only to others)."""
 
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
     trace = serializers.SlugRelatedField(
         slug_field="slug", queryset=Trace.objects.all(), required=False, allow_null=True
     )
-    input_tokens = serializers.JSONField(
+    input_tokens = TokensField(
         help_text='Tokens: an integer or a distribution object ({"dist": "uniform", ...}).'
     )
-    output_tokens = serializers.JSONField(help_text="Tokens: an integer or a distribution object.")
-    rate_per_s = serializers.FloatField(
+    output_tokens = TokensField(help_text="Tokens: an integer or a distribution object.")
+    rate_per_s = strict.PositiveFloatField(
         required=False,
         allow_null=True,
-        min_value=0.0,
         max_value=scenario_rules.MAX_RATE_PER_S,
-        validators=[_strictly_positive],
     )
-    time_scale = serializers.FloatField(
+    time_scale = strict.PositiveFloatField(
         required=False,
-        min_value=0.0,
         max_value=scenario_rules.MAX_TIME_SCALE,
-        validators=[_strictly_positive],
     )
-    requests = serializers.IntegerField(min_value=1, max_value=scenario_rules.MAX_REQUESTS)
-    seed = serializers.IntegerField(required=False, min_value=0, max_value=scenario_rules.MAX_SEED)
+    requests = strict.IntegerField(min_value=1, max_value=scenario_rules.MAX_REQUESTS)
+    seed = strict.IntegerField(required=False, min_value=0, max_value=scenario_rules.MAX_SEED)
 
     class Meta:
         model = Workload
@@ -681,12 +711,39 @@ class WorkloadSerializer(serializers.ModelSerializer):
 # --- scenarios and runs ----------------------------------------------------------------------
 
 
-@extend_schema_field(
-    {
-        "type": "object",
-        "additionalProperties": True,
-        "description": "A scenario document (DESIGN.md §3): name, model, workload, systems, slo.",
+def _document_schema(description: str, required: list[str], extra: dict[str, Any]) -> Any:
+    """The OpenAPI schema of a document: its top-level keys (the core refuses any other),
+    typed; their contents are validated by the core (400 keyed by JSON path)."""
+    properties: dict[str, Any] = {
+        "name": {"type": "string", "pattern": r"\S", "maxLength": MAX_NAME_LENGTH},
+        "description": {"type": "string", "maxLength": 2000, "nullable": True},
+        "model": {"type": "string", "minLength": 1, "description": "A catalog model slug."},
+        "workload": {"type": "object", "additionalProperties": True},
+        **extra,
     }
+    return {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+@extend_schema_field(
+    _document_schema(
+        "A scenario document (DESIGN.md §3): name, model, workload, systems, slo.",
+        ["name", "model", "workload", "systems"],
+        {
+            "systems": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": scenario_rules.MAX_SYSTEMS,
+                "items": {"type": "object", "additionalProperties": True},
+            },
+            "slo": {"type": "object", "additionalProperties": True, "nullable": True},
+        },
+    )
 )
 class DocumentField(serializers.JSONField):
     """A JSON object (the scenario document); anything else is rejected."""
@@ -698,7 +755,7 @@ class DocumentField(serializers.JSONField):
         return value
 
 
-class ScenarioSerializer(serializers.ModelSerializer):
+class ScenarioSerializer(strict.ModelSerializer):
     """A validated scenario document; ``name`` comes from the document."""
 
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -743,7 +800,7 @@ class ScenarioSerializer(serializers.ModelSerializer):
         )
 
 
-class RunEventSerializer(serializers.ModelSerializer):
+class RunEventSerializer(strict.ModelSerializer):
     """One lifecycle event of a run."""
 
     class Meta:
@@ -759,11 +816,11 @@ class VisibleScenarioField(serializers.PrimaryKeyRelatedField):
         return selectors.scenarios_visible_to(self.context["request"].user)
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(strict.ModelSerializer):
     """A run: lifecycle state, progress, timestamps (the result has its own endpoint)."""
 
     scenario = VisibleScenarioField()
-    scenario_name = serializers.CharField(source="scenario.name", read_only=True)
+    scenario_name = strict.CharField(source="scenario.name", read_only=True)
 
     class Meta:
         model = SimulationRun
@@ -795,42 +852,42 @@ class RunDetailSerializer(RunSerializer):
         read_only_fields = fields
 
 
-class RunResultSerializer(serializers.Serializer):
+class RunResultSerializer(strict.Serializer):
     """The result document (DESIGN.md §4) of a succeeded run."""
 
-    run = serializers.IntegerField()
+    run = strict.IntegerField()
     result = serializers.DictField(help_text="The result document.")
 
 
 # --- policies --------------------------------------------------------------------------------
 
 
-class PolicyRoleSerializer(serializers.Serializer):
+class PolicyRoleSerializer(strict.Serializer):
     """A device role a policy understands."""
 
-    name = serializers.CharField()
-    help = serializers.CharField()
-    kinds = serializers.ListField(child=serializers.CharField())
-    required = serializers.BooleanField()
+    name = strict.CharField()
+    help = strict.CharField()
+    kinds = serializers.ListField(child=strict.CharField())
+    required = strict.BooleanField()
 
 
-class PolicyOptionSerializer(serializers.Serializer):
+class PolicyOptionSerializer(strict.Serializer):
     """An option a policy accepts, with its type, default and bounds."""
 
-    name = serializers.CharField()
-    type = serializers.CharField()
+    name = strict.CharField()
+    type = strict.CharField()
     default = serializers.JSONField()
-    help = serializers.CharField()
-    minimum = serializers.FloatField(required=False)
-    maximum = serializers.FloatField(required=False)
+    help = strict.CharField()
+    minimum = strict.FloatField(required=False)
+    maximum = strict.FloatField(required=False)
     choices = serializers.ListField(child=serializers.JSONField(), required=False)
 
 
-class PolicySerializer(serializers.Serializer):
+class PolicySerializer(strict.Serializer):
     """A registered scheduling policy."""
 
-    name = serializers.CharField()
-    summary = serializers.CharField()
+    name = strict.CharField()
+    summary = strict.CharField()
     roles = PolicyRoleSerializer(many=True)
     options = PolicyOptionSerializer(many=True)
     defaults = serializers.DictField(help_text="Option name → default value.")
@@ -839,11 +896,11 @@ class PolicySerializer(serializers.Serializer):
 # --- sweeps ----------------------------------------------------------------------------------
 
 
-class AxisSerializer(serializers.Serializer):
+class AxisSerializer(strict.Serializer):
     """One swept parameter: a path into the template and the values it takes."""
 
-    name = serializers.CharField(max_length=MAX_PATH_LENGTH, required=False)
-    path = serializers.CharField(
+    name = strict.CharField(max_length=MAX_PATH_LENGTH, required=False)
+    path = strict.CharField(
         max_length=MAX_PATH_LENGTH,
         help_text="Where the value goes, e.g. systems[0].devices[0].count, "
         "systems[0].policy, systems[0].options.max_batch, workload.arrival.rate_per_s.",
@@ -853,15 +910,15 @@ class AxisSerializer(serializers.Serializer):
     )
 
 
-class SweepSerializer(serializers.ModelSerializer):
+class SweepSerializer(strict.ModelSerializer):
     """A sweep: template, axes, counters, progress and (once finished) its summary."""
 
     template = DocumentField()
     axes = AxisSerializer(many=True, min_length=1, max_length=MAX_AXES)
-    chunk_size = serializers.IntegerField(
+    chunk_size = strict.IntegerField(
         required=False, min_value=1, max_value=1000, help_text="Configurations per task."
     )
-    progress = serializers.IntegerField(read_only=True, help_text="Percent recorded.")
+    progress = strict.IntegerField(read_only=True, help_text="Percent recorded.")
 
     class Meta:
         model = Sweep
@@ -902,7 +959,7 @@ class SweepSerializer(serializers.ModelSerializer):
         return value
 
 
-class SweepResultSerializer(serializers.ModelSerializer):
+class SweepResultSerializer(strict.ModelSerializer):
     """One configuration's outcome."""
 
     class Meta:
@@ -914,10 +971,10 @@ class SweepResultSerializer(serializers.ModelSerializer):
 # --- tokens ----------------------------------------------------------------------------------
 
 
-class ApiTokenSerializer(serializers.ModelSerializer):
+class ApiTokenSerializer(strict.ModelSerializer):
     """An API token (the key is only in the creation response)."""
 
-    expires_in_days = serializers.IntegerField(
+    expires_in_days = strict.IntegerField(
         write_only=True, required=False, min_value=1, max_value=366
     )
 
@@ -938,17 +995,17 @@ class ApiTokenSerializer(serializers.ModelSerializer):
 class ApiTokenCreatedSerializer(ApiTokenSerializer):
     """The creation response: the token and, once only, its key."""
 
-    key = serializers.CharField(read_only=True, help_text="Shown once; store it now.")
+    key = strict.CharField(read_only=True, help_text="Shown once; store it now.")
 
     class Meta(ApiTokenSerializer.Meta):
         fields = (*ApiTokenSerializer.Meta.fields, "key")
         read_only_fields = (*ApiTokenSerializer.Meta.read_only_fields, "key")
 
 
-class PaginatedSweepResultList(serializers.Serializer):
+class PaginatedSweepResultList(strict.Serializer):
     """A page of a sweep's recorded configurations."""
 
-    count = serializers.IntegerField()
+    count = strict.IntegerField()
     next = serializers.URLField(allow_null=True)
     previous = serializers.URLField(allow_null=True)
     results = SweepResultSerializer(many=True)
@@ -958,12 +1015,15 @@ class PaginatedSweepResultList(serializers.Serializer):
 
 
 @extend_schema_field(
-    {
-        "type": "object",
-        "additionalProperties": True,
-        "description": "A plan document (issue 10): name, model, workload, targets, "
-        "constraints, space (devices and policies to search), search options.",
-    }
+    _document_schema(
+        "A plan document (issue 10): name, model, workload, targets, constraints, space "
+        "(devices and policies to search), search options.",
+        ["name", "model", "workload", "targets", "space"],
+        {
+            key: {"type": "object", "additionalProperties": True}
+            for key in ("targets", "space", "constraints", "search")
+        },
+    )
 )
 class PlanDocumentField(serializers.JSONField):
     """A JSON object (the plan document); anything else is rejected."""
@@ -975,7 +1035,7 @@ class PlanDocumentField(serializers.JSONField):
         return value
 
 
-class PlanSerializer(serializers.ModelSerializer):
+class PlanSerializer(strict.ModelSerializer):
     """A capacity plan: where the search is and how far (the report is in the detail)."""
 
     document = PlanDocumentField(write_only=True, help_text="The plan document to search.")
@@ -1001,7 +1061,7 @@ class PlanSerializer(serializers.ModelSerializer):
         )
         read_only_fields = tuple(f for f in fields if f != "document")
 
-    @extend_schema_field(serializers.IntegerField(min_value=0, max_value=100))
+    @extend_schema_field(strict.IntegerField(min_value=0, max_value=100))
     def get_progress(self, obj: Plan) -> int:
         from simulations.plans.selectors import plan_progress
 
@@ -1029,7 +1089,7 @@ class PlanDetailSerializer(PlanSerializer):
         return (obj.result or {}).get("recommendation")
 
 
-class PlanResultSerializer(serializers.ModelSerializer):
+class PlanResultSerializer(strict.ModelSerializer):
     """One configuration confirmed by the engine."""
 
     class Meta:
@@ -1038,29 +1098,29 @@ class PlanResultSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class PaginatedPlanResultList(serializers.Serializer):
+class PaginatedPlanResultList(strict.Serializer):
     """A page of a plan's confirmed configurations."""
 
-    count = serializers.IntegerField()
+    count = strict.IntegerField()
     next = serializers.URLField(allow_null=True)
     previous = serializers.URLField(allow_null=True)
     results = PlanResultSerializer(many=True)
 
 
-class PlanParetoPointSerializer(serializers.Serializer):
+class PlanParetoPointSerializer(strict.Serializer):
     """One confirmed configuration as a point of the Pareto charts."""
 
-    key = serializers.CharField()
-    capex_usd = serializers.FloatField(help_text="Capital cost, US dollars.")
-    feasible = serializers.BooleanField()
-    throughput_tok_s = serializers.FloatField(allow_null=True, help_text="Tokens per second.")
-    energy_j_per_token = serializers.FloatField(allow_null=True, help_text="Joules per token.")
-    on_front = serializers.BooleanField(help_text="On a Pareto front of the finished plan.")
+    key = strict.CharField()
+    capex_usd = strict.FloatField(help_text="Capital cost, US dollars.")
+    feasible = strict.BooleanField()
+    throughput_tok_s = strict.FloatField(allow_null=True, help_text="Tokens per second.")
+    energy_j_per_token = strict.FloatField(allow_null=True, help_text="Joules per token.")
+    on_front = strict.BooleanField(help_text="On a Pareto front of the finished plan.")
 
 
-class PlanParetoSerializer(serializers.Serializer):
+class PlanParetoSerializer(strict.Serializer):
     """The Pareto points of a plan (every confirmed configuration so far)."""
 
-    plan = serializers.IntegerField()
-    final = serializers.BooleanField(help_text="Whether the plan has finished.")
+    plan = strict.IntegerField()
+    final = strict.BooleanField(help_text="Whether the plan has finished.")
     points = PlanParetoPointSerializer(many=True)

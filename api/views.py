@@ -36,7 +36,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import serializers as s
-from api.filters import StrictFilterSet, StrictQueryMixin
+from api.filters import IdFilter, StrictFilterSet, StrictQueryMixin
 from api.models import ApiToken, hash_key, new_key
 from api.parsers import BoundedJSONParser, BoundedMultiPartParser
 from api.permissions import CatalogEditorOrReadOnly, IsOwnerOrReadOnly
@@ -244,13 +244,14 @@ class TraceViewSet(
         tags=["workloads"],
         request={
             "multipart/form-data": s.TraceUploadSerializer,
-            "application/json": s.TraceUploadSerializer,
+            "application/json": s.TraceTextUploadSerializer,
         },
         responses={201: s.TraceSerializer, 202: s.TraceSerializer},
     )
     def create(self, request: Request) -> Response:
         """Parse and store a trace (``TIMESTAMP,ContextTokens,GeneratedTokens``)."""
-        data = s.TraceUploadSerializer(data=request.data)
+        form = request.content_type.startswith("multipart/")
+        data = (s.TraceUploadSerializer if form else s.TraceTextUploadSerializer)(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
         text = v["file"].read() if "file" in v else v["text"]
@@ -353,9 +354,10 @@ class ScenarioViewSet(StrictQueryMixin, viewsets.ModelViewSet):
 
 
 class RunFilter(StrictFilterSet):
-    """Runs by status and scenario."""
+    """Runs by status and scenario (an id with no visible run simply matches nothing)."""
 
     status = filters.ChoiceFilter(choices=RunStatus.choices)
+    scenario = IdFilter(field_name="scenario_id", label="Scenario id")
 
     class Meta:
         model = SimulationRun

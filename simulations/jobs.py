@@ -375,3 +375,19 @@ def resend_lost(
                 transaction.on_commit(lambda pk=pk: enqueue(pk))
                 resent.append(pk)
     return resent
+
+
+def mark_unsent(
+    model: type[models.Model], ids: Collection[int], *, queued: Mapping[str, Any]
+) -> None:
+    """Record that the messages of the rows ``ids`` of ``model`` (still ``queued``) could not
+    be sent: their send time is cleared, so the reconciler's next pass sends them (rather
+    than waiting ``HETPLANNER_QUEUED_STALE_S`` for a message that never left).
+
+    Called after a broker failure; a database failure here is logged and left to the
+    reconciler's stale-message rule.
+    """
+    try:
+        model._default_manager.filter(pk__in=list(ids), **queued).update(enqueued_at=None)
+    except TRANSIENT_ERRORS:
+        logger.warning("could not mark %s %s unsent", model.__name__, list(ids), exc_info=True)

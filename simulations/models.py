@@ -583,6 +583,12 @@ class Trace(models.Model):
     parse_attempts = models.PositiveSmallIntegerField(
         default=0, help_text="Deliveries of the parse task that claimed the trace (count)."
     )
+    enqueued_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the parse task was last sent (empty: not sent yet, or the broker "
+        "refused it — the reconciler sends it).",
+    )
     parse_started_at = models.DateTimeField(
         null=True, blank=True, help_text="When the current parse attempt started."
     )

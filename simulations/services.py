@@ -47,6 +47,7 @@ from simulations.choices import (
     TraceParseStatus,
     TraceVisibility,
 )
+from simulations.core import json_fields
 from simulations.core import scenario as scenario_rules
 from simulations.core.catalog import (
     device_from_dict,
@@ -58,7 +59,7 @@ from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.hf_config import model_spec_from_hf_config
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile, ScenarioSpec, WorkloadSpec
 from simulations.core.traces import check_azure_header, count_rows_upto, parse_azure_trace
-from simulations.jobs import resend_lost, stale_before
+from simulations.jobs import mark_unsent, resend_lost, stale_before
 from simulations.models import (
     Device,
     LLMModel,
@@ -414,11 +415,14 @@ def hf_model_import(
         if len(config) > 1024 * 1024:
             raise ValidationError({"config": ["config.json is larger than 1 MiB"]})
         try:
-            config = json.loads(config)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ValidationError({"config": [f"not valid JSON: {exc}"]}) from exc
+            config = json_fields.loads(config, path="config")
+        except json_fields.JsonInputError as exc:
+            raise ValidationError(exc.problems) from exc
     if not isinstance(config, Mapping):
         raise ValidationError({"config": ["must be a JSON object"]})
+    problems = json_fields.storable_problems(config, "config")
+    if problems:
+        raise ValidationError(problems)
     try:
         spec = model_spec_from_hf_config(config, slug=slug, name=name, origin=origin)
     except SpecError as exc:
@@ -518,6 +522,7 @@ def trace_import(
         visibility=visibility,
         parse_status=TraceParseStatus.QUEUED,
         upload_text=text,
+        enqueued_at=timezone.now(),
     )
     row.full_clean(exclude=["upload_text"])
     with transaction.atomic():
@@ -642,7 +647,8 @@ def _enqueue_trace_parse(trace_id: int) -> None:
     try:
         parse_trace.delay(trace_id)
     except Exception:
-        logger.exception("could not queue the parse of trace %s", trace_id)
+        logger.exception("could not queue the parse of trace %s; the reconciler resends", trace_id)
+        mark_unsent(Trace, [trace_id], queued={"parse_status": TraceParseStatus.QUEUED})
 
 
 def trace_parse_claim(
@@ -682,6 +688,33 @@ def trace_parse_claim(
     return attempts + 1 if changed else None
 
 
+def traces_reconcile(*, now: datetime | None = None, limit: int = 500) -> ReconcileReport:
+    """Re-send the parse of uploaded traces whose message may be lost: queued and never sent
+    (the broker refused it) or sent more than ``HETPLANNER_QUEUED_STALE_S`` ago, and running
+    past the task time limit (its worker died; :func:`trace_parse_claim` lets a new
+    delivery take it over). A duplicate message is harmless: the claim is conditional."""
+    now = now or timezone.now()
+    report = ReconcileReport()
+    report.resent = resend_lost(
+        Trace,
+        Q(),
+        queued={"parse_status": TraceParseStatus.QUEUED},
+        now=now,
+        limit=limit,
+        enqueue=_enqueue_trace_parse,
+    )
+    lost_before = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 60)
+    lost = Trace.objects.filter(
+        parse_status=TraceParseStatus.RUNNING, parse_started_at__lt=lost_before
+    ).filter(Q(enqueued_at__lt=lost_before) | Q(enqueued_at__isnull=True))
+    for pk, sent in lost.values_list("pk", "enqueued_at")[:limit]:
+        with transaction.atomic():
+            if Trace.objects.filter(pk=pk, enqueued_at=sent).update(enqueued_at=now):
+                transaction.on_commit(lambda pk=pk: _enqueue_trace_parse(pk))
+                report.resent.append(pk)
+    return report
+
+
 def trace_parse_run(trace_id: int, attempt: int) -> str:
     """Parse the claimed trace's text and store the columns (``done``) or the error naming
     the line (``failed``), by a conditional update under the claimed attempt."""
@@ -705,6 +738,15 @@ def trace_parse_run(trace_id: int, attempt: int) -> str:
 
 
 def _document_size_check(document: Any) -> None:
+    """ScenarioValidationError when ``document`` cannot be read safely: a NUL character or
+    too-deep nesting anywhere (by JSON path), or too many bytes.
+
+    Every document write (scenarios, sweep templates, plans) passes here before any value
+    of it reaches a query (trace lookups); non-finite numbers are left to the document
+    parser, which names them field by field, and :func:`_storable_check` runs after it."""
+    problems = json_fields.storable_problems(document, finite=False)
+    if problems:
+        raise ScenarioValidationError(problems)
     try:
         size = len(json.dumps(document, separators=(",", ":"), allow_nan=True))
     except (TypeError, ValueError) as exc:
@@ -723,6 +765,14 @@ def visible_traces(user: Any) -> Any:
     return None if user is None else selectors.traces_visible_to(user)
 
 
+def _storable_check(document: Any) -> None:
+    """ScenarioValidationError for any value a jsonb column cannot hold (by JSON path),
+    e.g. a NaN where the parser does not look; run after the document parser."""
+    problems = json_fields.storable_problems(document)
+    if problems:
+        raise ScenarioValidationError(problems)
+
+
 def scenario_validate(document: Any, *, user: Any = None) -> ScenarioSpec:
     """Parse ``document`` against the catalog in the database (ScenarioValidationError).
 
@@ -731,7 +781,9 @@ def scenario_validate(document: Any, *, user: Any = None) -> ScenarioSpec:
     """
     _document_size_check(document)
     traces = traces_from_db(scenario_rules.trace_names(document), visible_traces(user))
-    return scenario_rules.parse_scenario(document, catalog_from_db(), traces=traces)
+    spec = scenario_rules.parse_scenario(document, catalog_from_db(), traces=traces)
+    _storable_check(document)
+    return spec
 
 
 def scenario_create(*, owner: Any, document: Any, shared: bool = False) -> Scenario:
@@ -773,6 +825,9 @@ def workload_validate(workload: Workload) -> WorkloadSpec:
     """Validate a (possibly unsaved) Workload row as a scenario's ``workload`` object (its
     trace must be one its owner may use)."""
     doc = workload.to_document()
+    problems = json_fields.storable_problems(doc, "workload")
+    if problems:
+        raise ScenarioValidationError(problems)
     user = workload.owner if workload.owner_id is not None else None
     traces = traces_from_db(scenario_rules.workload_trace_names(doc), visible_traces(user))
     return scenario_rules.parse_workload(doc, traces=traces)
@@ -802,6 +857,7 @@ def _enqueue(run_id: int) -> None:
         run_simulation.delay(run_id)
     except Exception:
         logger.exception("could not queue run %s; the reconciler will retry", run_id)
+        mark_unsent(SimulationRun, [run_id], queued={"status": RunStatus.QUEUED})
 
 
 def _event(run_id: int, kind: RunEventKind, attempt: int, message: str = "") -> None:

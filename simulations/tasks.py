@@ -224,3 +224,13 @@ def reconcile_runs() -> dict[str, list[int]]:
             report.failed,
         )
     return {"requeued": report.requeued, "resent": report.resent, "failed": report.failed}
+
+
+@shared_task(name="simulations.reconcile_traces")
+def reconcile_traces() -> dict[str, list[int]]:
+    """Re-send the parse of uploaded traces whose message was refused or lost."""
+    close_old_connections()
+    report = services.traces_reconcile()
+    if report.resent:
+        logger.info("reconcile traces: resent %s", report.resent)
+    return {"resent": report.resent}

@@ -77,12 +77,30 @@ def builtin_catalog_rows(db: Any) -> Any:
 
 
 class WorkerProcess:
-    """A ``celery worker`` child process of the test session (with the reconciler's beat)."""
+    """A ``celery worker`` child process of the test session (with the reconciler's beat).
 
-    def __init__(self, *, db_name: str, log_path: Path, imports: tuple[str, ...] = ()) -> None:
+    By default it consumes both of the session's queues — the jobs' and the housekeeping
+    one the reconcilers are routed to — and runs the beat; ``queues`` and ``beat`` start a
+    worker with a narrower role (e.g. housekeeping only, as in a deployment).
+    """
+
+    def __init__(
+        self,
+        *,
+        db_name: str,
+        log_path: Path,
+        imports: tuple[str, ...] = (),
+        queues: tuple[str, ...] | None = None,
+        beat: bool = True,
+    ) -> None:
         self.db_name = db_name
         self.log_path = log_path
         self.imports = imports
+        self.queues = queues or (
+            settings.CELERY_TASK_DEFAULT_QUEUE,
+            settings.HETPLANNER_HOUSEKEEPING_QUEUE,
+        )
+        self.beat = beat
         self.proc: subprocess.Popen[bytes] | None = None
 
     def env(self) -> dict[str, str]:
@@ -113,9 +131,13 @@ class WorkerProcess:
             "INFO",
             "--without-gossip",
             "--without-mingle",
-            "--beat",
-            "--schedule",
-            str(self.log_path.with_suffix(".beat")),
+            "--queues",
+            ",".join(self.queues),
+            *(
+                ["--beat", "--schedule", str(self.log_path.with_suffix(".beat"))]
+                if self.beat
+                else []
+            ),
             "--hostname",
             f"test-{settings.HETPLANNER_TEST_SESSION}-{self.log_path.stem}@%h",
         ]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -37,3 +38,30 @@ def stopped_if(pid: int, holds: Callable[[], Any]) -> Any:
         return value
     os.kill(pid, signal.SIGCONT)
     return None
+
+
+def _reset_celery_pools() -> None:
+    from hetplanner.celery import app
+
+    # The app caches its connection and producer pools: drop them so the next send
+    # connects to the broker URL in force now.
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+@contextlib.contextmanager
+def celery_broker(url: str) -> Iterator[None]:
+    """Point this process's Celery app at the broker ``url`` (e.g. a port where nothing
+    listens) for the duration of the block."""
+    from hetplanner.celery import app
+
+    saved = app.conf.broker_url
+    app.conf.broker_url = url
+    _reset_celery_pools()
+    try:
+        yield
+    finally:
+        app.conf.broker_url = saved
+        _reset_celery_pools()

@@ -23,6 +23,7 @@ from frontend.charts.base import finite
 from frontend.charts.sweep import pareto_figure
 from frontend.views.common import int_or_404, page_number
 from simulations import services
+from simulations.core import json_fields
 from simulations.core.errors import ScenarioValidationError
 from simulations.plans import selectors as plan_selectors
 from simulations.plans import services as plan_services
@@ -64,9 +65,9 @@ def plan_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         text = request.POST.get("document", "")[:MAX_PLAN_CHARS]
         try:
-            document = json.loads(text)
-        except ValueError as exc:
-            errors = [("document", f"not valid JSON: {exc}")]
+            document = json_fields.loads(text)
+        except json_fields.JsonInputError as exc:
+            errors = [(path, m) for path, msgs in exc.problems.items() for m in msgs]
         else:
             try:
                 _ensure_example_traces()

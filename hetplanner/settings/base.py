@@ -34,10 +34,12 @@ INSTALLED_APPS = [
     "simulations",
     "api",
     "frontend",
+    "ops",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "hetplanner.middleware.RejectNulMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -113,6 +115,19 @@ STORAGES = {
 }
 MEDIA_ROOT = env.path("DJANGO_MEDIA_ROOT", default=str(VAR_DIR / "media"))
 
+# --- Mail (password reset) -------------------------------------------------------------
+# Without a mail server the default prints every message on the server's console (the
+# terminal of `make run`, the web container's log), and the reset pages say so; Django's
+# SMTP default made them say "we've emailed you" while nothing could be sent (issue 16).
+# EMAIL_URL (e.g. smtp+tls://user:password@mail.example.com:587) configures real mail;
+# EMAIL_BACKEND alone picks another backend (e.g. the file backend, into EMAIL_FILE_PATH).
+if env("EMAIL_URL", default=""):
+    vars().update(env.email_url("EMAIL_URL"))
+else:
+    EMAIL_BACKEND = env("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+EMAIL_FILE_PATH = env("EMAIL_FILE_PATH", default=str(VAR_DIR / "mail"))
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="hetplanner@localhost")
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
@@ -148,14 +163,29 @@ def filesystem_broker_options(folder: Path) -> dict:
     return options
 
 
+# Seconds to wait for Redis (connect, then each reply) before taking it for down: a Redis
+# that drops packets must not hold a request or a send for long (issue 16).
+REDIS_CONNECT_TIMEOUT_S = env.float("HETPLANNER_REDIS_CONNECT_TIMEOUT_S", default=1.0)
+REDIS_SOCKET_TIMEOUT_S = env.float("HETPLANNER_REDIS_SOCKET_TIMEOUT_S", default=2.0)
+
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {
+        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S,
+        # Above the worker's blocking-pop timeout (1 s), which must not count as a failure.
+        "socket_timeout": max(5.0, REDIS_SOCKET_TIMEOUT_S),
+    }
 else:
     # kombu's filesystem transport: a real broker between processes that needs no server.
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(BROKER_DIR)
 CELERY_TASK_DEFAULT_QUEUE = env("HETPLANNER_QUEUE", default="hetplanner")
+# The reconcilers' own queue, consumed by a worker of its own (`-Q housekeeping`): on the
+# jobs' queue they waited behind every queued chunk and expired there unexecuted, so the
+# recovery of a lost job grew with the backlog (issue 16).
+HETPLANNER_HOUSEKEEPING_QUEUE = env("HETPLANNER_HOUSEKEEPING_QUEUE", default="housekeeping")
+HOUSEKEEPING_TASKS = ("simulations.reconcile_*",)
+CELERY_TASK_ROUTES = {name: {"queue": HETPLANNER_HOUSEKEEPING_QUEUE} for name in HOUSEKEEPING_TASKS}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
@@ -169,6 +199,15 @@ CELERY_TASK_TIME_LIMIT = env.int("HETPLANNER_TASK_HARD_TIME_LIMIT_S", default=66
 CELERY_BROKER_TRANSPORT_OPTIONS.setdefault("visibility_timeout", 2 * CELERY_TASK_TIME_LIMIT)
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A send from the web process while the broker is down fails within a few seconds (the job
+# is stored queued and marked unsent; the reconciler sends it later) instead of hanging.
+CELERY_BROKER_CONNECTION_TIMEOUT = env.float("HETPLANNER_BROKER_CONNECTION_TIMEOUT_S", default=2.0)
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
 
 # Runs: how many times a run may be delivered to a worker before it is failed for good, and
 # after how many seconds without a heartbeat a running run counts as abandoned.
@@ -182,7 +221,8 @@ HETPLANNER_HEARTBEAT_INTERVAL_S = env.float("HETPLANNER_HEARTBEAT_INTERVAL_S", d
 # A queued run whose message was sent longer ago than this is re-sent by the reconciler.
 HETPLANNER_QUEUED_STALE_S = env.int("HETPLANNER_QUEUED_STALE_S", default=900)
 # The reconciler runs periodically from celery beat (`celery -A hetplanner beat`, or a
-# worker started with --beat as `make run` does).
+# housekeeping worker started with --beat as `make run` does; the reconcilers run on the
+# housekeeping queue, see HETPLANNER_HOUSEKEEPING_QUEUE).
 HETPLANNER_RECONCILE_INTERVAL_S = env.float("HETPLANNER_RECONCILE_INTERVAL_S", default=60.0)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-runs": {
@@ -245,6 +285,11 @@ HETPLANNER_MAX_TOKENS_PER_USER = env.int("HETPLANNER_MAX_TOKENS_PER_USER", defau
 # files and are capped by MAX_TRACE_BYTES in the services instead.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("HETPLANNER_MAX_BODY_BYTES", default=2 * 1024 * 1024)
 
+CELERY_BEAT_SCHEDULE["reconcile-traces"] = {
+    "task": "simulations.reconcile_traces",
+    "schedule": HETPLANNER_RECONCILE_INTERVAL_S,
+    "options": {"expires": HETPLANNER_RECONCILE_INTERVAL_S},
+}
 CELERY_BEAT_SCHEDULE["reconcile-sweeps"] = {
     "task": "simulations.reconcile_sweeps",
     "schedule": HETPLANNER_RECONCILE_INTERVAL_S,
@@ -283,23 +328,42 @@ SPECTACULAR_SETTINGS.update(
         },
         "POSTPROCESSING_HOOKS": [
             "drf_spectacular.hooks.postprocess_schema_enums",
+            "api.schema.align_with_the_server",
             "api.schema.document_error_responses",
         ],
     }
 )
 
+
 # Throttle counters must be shared by every web process: Redis when configured, else a
 # file cache under var/ (the default local-memory cache is per process).
-CACHES = {
-    "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-        if REDIS_URL
-        else {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": str(VAR_DIR / "cache"),
-        }
-    )
-}
+def cache_settings(redis_url: str) -> dict:
+    """``CACHES`` for ``redis_url`` (a file cache under var/ when it is empty).
+
+    Redis through :class:`hetplanner.cache.FailoverRedisCache`: while Redis is unreachable
+    the cache answers from process memory (logged) instead of failing every request.
+    """
+    return {
+        "default": (
+            {
+                "BACKEND": "hetplanner.cache.FailoverRedisCache",
+                "LOCATION": redis_url,
+                "OPTIONS": {
+                    "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S,
+                    "socket_timeout": REDIS_SOCKET_TIMEOUT_S,
+                    "RETRY_AFTER_S": env.float("HETPLANNER_CACHE_RETRY_AFTER_S", default=5.0),
+                },
+            }
+            if redis_url
+            else {
+                "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                "LOCATION": str(VAR_DIR / "cache"),
+            }
+        )
+    }
+
+
+CACHES = cache_settings(REDIS_URL)
 
 # Capacity-search plans (issue 10): the reconciler re-sends lost stage and chunk tasks.
 CELERY_BEAT_SCHEDULE["reconcile-plans"] = {
@@ -307,3 +371,9 @@ CELERY_BEAT_SCHEDULE["reconcile-plans"] = {
     "schedule": HETPLANNER_RECONCILE_INTERVAL_S,
     "options": {"expires": HETPLANNER_RECONCILE_INTERVAL_S},
 }
+
+# --- Operations (issue 16): /healthz and manage.py healthcheck ---------------------------
+# Workers and beat write a heartbeat row this often; /healthz (and the compose healthchecks)
+# take a process for dead when its last one is older than the stale limit.
+HETPLANNER_PROCESS_HEARTBEAT_S = env.float("HETPLANNER_PROCESS_HEARTBEAT_S", default=15.0)
+HETPLANNER_PROCESS_STALE_S = env.float("HETPLANNER_PROCESS_STALE_S", default=60.0)

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from .base import *  # noqa: F403
-from .base import DATABASES, REDIS_URL, env, filesystem_broker_options
+from .base import DATABASES, HOUSEKEEPING_TASKS, REDIS_URL, env, filesystem_broker_options
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -46,6 +46,8 @@ if not REDIS_URL:
     BROKER_DIR = TEST_TMP_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(BROKER_DIR)
 CELERY_TASK_DEFAULT_QUEUE = f"hetplanner-test-{HETPLANNER_TEST_SESSION}"
+HETPLANNER_HOUSEKEEPING_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-housekeeping"
+CELERY_TASK_ROUTES = {name: {"queue": HETPLANNER_HOUSEKEEPING_QUEUE} for name in HOUSEKEEPING_TASKS}
 CELERY_BEAT_SCHEDULE_FILENAME = str(TEST_TMP_DIR / "celerybeat-schedule")
 # Modules a test worker imports at start (test doubles registered by integration tests).
 CELERY_IMPORTS = env.list("HETPLANNER_WORKER_IMPORTS", default=[])

@@ -28,6 +28,28 @@ from simulations.core.spec import FfnKind, ModelSpec
 _LLAMA_LIKE = ("llama", "mistral", "qwen2", "internlm", "internlm2")
 _GPT2_LIKE = ("gpt2", "gptj")
 SUPPORTED_MODEL_TYPES = (*_LLAMA_LIKE, *_GPT2_LIKE, "gpt_neox", "opt")
+#: ``torch_dtype`` (``dtype`` in newer transformers) values: torch dtype names as
+#: transformers writes them, with or without the ``torch.`` prefix, and ``auto``. The value
+#: does not change the model's shapes, but a name outside these is a broken config.
+TORCH_DTYPES = (
+    "auto",
+    "float16",
+    "half",
+    "bfloat16",
+    "float32",
+    "float",
+    "float64",
+    "double",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "int8",
+    "uint8",
+    "int16",
+    "int32",
+    "int64",
+)
 
 
 def _int(config: Mapping[str, Any], key: str) -> int:
@@ -52,6 +74,19 @@ def _bool(config: Mapping[str, Any], key: str, default: bool) -> bool:
     return value
 
 
+def _check_dtype(config: Mapping[str, Any]) -> None:
+    for key in ("torch_dtype", "dtype"):
+        value = config.get(key)
+        if value is None:
+            continue
+        name = value.removeprefix("torch.") if isinstance(value, str) else value
+        if name not in TORCH_DTYPES:
+            raise SpecError(
+                f"config.{key}",
+                f"unknown dtype {value!r} (expected one of: {', '.join(TORCH_DTYPES)})",
+            )
+
+
 def model_fields_from_hf_config(
     config: Mapping[str, Any], *, origin: str = "Hugging Face config.json"
 ) -> dict[str, Any]:
@@ -69,6 +104,7 @@ def model_fields_from_hf_config(
             f"unsupported model type {model_type!r} "
             f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})",
         )
+    _check_dtype(config)
     keys: dict[str, str] = {}
 
     def take(field: str, key: str, value: Any) -> Any:

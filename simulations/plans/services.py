@@ -38,6 +38,7 @@ from simulations.jobs import (
     chunk_claim_row,
     chunk_heartbeat_row,
     chunk_release_row,
+    mark_unsent,
     requeue_stale,
     resend_lost,
     stale_before,
@@ -48,6 +49,7 @@ from simulations.services import (
     MAX_ERROR_CHARS,
     _document_size_check,
     _json_safe,
+    _storable_check,
     trace_references_set,
     visible_traces,
 )
@@ -85,6 +87,7 @@ def _enqueue_stage(plan_id: int) -> None:
         advance_plan.delay(plan_id)
     except Exception:
         logger.exception("could not queue plan %s; the reconciler will retry", plan_id)
+        mark_unsent(Plan, [plan_id], queued={"stage_status": Stage.QUEUED})
 
 
 def _enqueue_chunks(chunk_ids: Sequence[int]) -> None:
@@ -99,6 +102,7 @@ def _enqueue_chunks(chunk_ids: Sequence[int]) -> None:
         group(run_plan_chunk.si(cid) for cid in chunk_ids).apply_async()
     except Exception:
         logger.exception("could not queue plan chunks %s; the reconciler will retry", chunk_ids)
+        mark_unsent(PlanChunk, chunk_ids, queued={"status": ChunkStatus.QUEUED})
 
 
 # --- create, validate, cancel ------------------------------------------------------------------
@@ -112,7 +116,9 @@ def plan_validate(document: Any, *, user: Any = None) -> PlanSpec:
     """
     _document_size_check(document)
     traces = traces_from_db(trace_names(document), visible_traces(user))
-    return parse_plan(document, catalog_from_db(), traces=traces)
+    spec = parse_plan(document, catalog_from_db(), traces=traces)
+    _storable_check(document)
+    return spec
 
 
 def plan_create(*, spec: Any, owner: Any) -> Plan:

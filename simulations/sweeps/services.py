@@ -31,12 +31,14 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from simulations.adapters import catalog_from_db, traces_from_db
+from simulations.core import json_fields
 from simulations.core import scenario as scenario_rules
 from simulations.core.errors import ScenarioValidationError
 from simulations.jobs import (
     chunk_claim_row,
     chunk_heartbeat_row,
     chunk_release_row,
+    mark_unsent,
     requeue_stale,
     resend_lost,
 )
@@ -138,6 +140,9 @@ def sweep_validate(template: Any, axes_raw: Any, *, user: Any = None) -> tuple[l
             {f"template.{k}" if k != scenario_rules.ROOT else "template": v}
             for k, v in exc.errors.items()
         ) from exc
+    problems = json_fields.storable_problems(axes_raw, "axes")
+    if problems:
+        raise SweepValidationError(problems)
     axes = parse_axes(axes_raw)
     total = check_count(axes, _max_configs())
     check_template_paths(template, axes)
@@ -162,22 +167,33 @@ def sweep_validate(template: Any, axes_raw: Any, *, user: Any = None) -> tuple[l
             break
     if errors:
         raise SweepValidationError(errors)
+    problems = json_fields.storable_problems(template, "template")
+    if problems:  # a value a jsonb column cannot hold where no parser looks (e.g. a NaN)
+        raise SweepValidationError(problems)
     return axes, total
 
 
-def _enqueue_chunk(chunk_id: int) -> None:
-    """Send a chunk's task message; a broker failure is logged, the reconciler resends."""
+def _enqueue_chunk(chunk_id: int) -> bool:
+    """Send a chunk's task message; False when the broker failed (logged, the chunk marked
+    unsent: the reconciler's next pass sends it)."""
     from simulations.sweeps.tasks import run_sweep_chunk
 
     try:
         run_sweep_chunk.delay(chunk_id)
     except Exception:
         logger.exception("could not queue sweep chunk %s; the reconciler will retry", chunk_id)
+        mark_unsent(SweepChunk, [chunk_id], queued={"status": ChunkStatus.QUEUED})
+        return False
+    return True
 
 
 def _enqueue_chunks(chunk_ids: list[int]) -> None:
-    for chunk_id in chunk_ids:
-        _enqueue_chunk(chunk_id)
+    for n, chunk_id in enumerate(chunk_ids):
+        if not _enqueue_chunk(chunk_id):
+            # The broker is down: do not pay its timeout once per chunk; the reconciler
+            # sends the rest with the first.
+            mark_unsent(SweepChunk, chunk_ids[n + 1 :], queued={"status": ChunkStatus.QUEUED})
+            return
 
 
 def _enqueue_finalise(sweep_id: int) -> None:

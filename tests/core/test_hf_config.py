@@ -153,3 +153,15 @@ def test_it_names_the_bad_key(key: str, value: object) -> None:
 def test_kv_heads_that_do_not_divide_heads_fail_spec_validation() -> None:
     with pytest.raises(SpecError, match="n_kv_heads"):
         model_spec_from_hf_config({**LLAMA2_7B, "num_key_value_heads": 5}, slug="x", name="x")
+
+
+@pytest.mark.parametrize(("key", "value"), [("torch_dtype", "float7"), ("dtype", 16)])
+def test_it_rejects_an_unknown_torch_dtype_naming_the_key(key: str, value: object) -> None:
+    with pytest.raises(SpecError) as err:
+        model_fields_from_hf_config({**LLAMA2_7B, key: value})
+    assert err.value.field == f"config.{key}"
+
+
+@pytest.mark.parametrize("value", ["float16", "bfloat16", "torch.float32", "auto", None])
+def test_it_accepts_the_dtypes_transformers_writes(value: object) -> None:
+    assert model_fields_from_hf_config({**LLAMA2_7B, "torch_dtype": value})["n_layers"] == 32

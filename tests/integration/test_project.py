@@ -61,7 +61,7 @@ def test_compose_file_runs_web_worker_redis_and_postgres_from_one_image() -> Non
     services = compose["services"]
     assert {"web", "worker", "redis", "postgres"} <= set(services)
     app_services = [name for name, svc in services.items() if "build" in svc]
-    assert {"web", "worker"} <= set(app_services)
+    assert {"web", "worker", "housekeeping", "beat", "migrate"} <= set(app_services)
     assert {services[n]["build"] for n in app_services} == {"."}
     assert len({services[n]["image"] for n in app_services}) == 1
     assert "gunicorn" in services["web"]["command"]
@@ -71,7 +71,7 @@ def test_compose_file_runs_web_worker_redis_and_postgres_from_one_image() -> Non
         assert env["DATABASE_URL"].startswith("postgres://")
         assert env["REDIS_URL"].startswith("redis://redis:")
         assert env["DJANGO_SETTINGS_MODULE"] == "hetplanner.settings.production"
-        assert set(services[name]["depends_on"]) == {"postgres", "redis"}
+        assert {"postgres", "redis"} <= set(services[name]["depends_on"])
     assert services["postgres"]["image"].startswith("postgres:")
     assert services["redis"]["image"].startswith("redis:")
 
@@ -99,3 +99,76 @@ def test_readme_documents_the_two_commands_and_the_input_limits() -> None:
     ):
         value = getattr(limits, name)
         assert f"{value:,}" in readme, f"README does not state {name} = {value:,}"
+
+
+def app_services(compose: dict) -> dict[str, dict]:
+    """The compose services built from this repository's image."""
+    return {n: s for n, s in compose["services"].items() if s.get("image") == "hetplanner:latest"}
+
+
+def test_compose_refuses_to_start_without_a_secret_key() -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = app_services(compose)
+    assert services
+    for name, service in services.items():
+        key = service["environment"]["DJANGO_SECRET_KEY"]
+        # ${VAR:?message}: compose stops with the message when VAR is unset or empty.
+        assert key.startswith("${DJANGO_SECRET_KEY:?") and key.endswith("}"), (name, key)
+
+
+def test_production_settings_refuse_an_empty_secret_key() -> None:
+    env = {
+        "DJANGO_SETTINGS_MODULE": "hetplanner.settings.production",
+        "DJANGO_ALLOWED_HOSTS": "planner.example.com",
+    }
+    for key in ("", "   "):
+        result = manage("check", env={**env, "DJANGO_SECRET_KEY": key})
+        assert result.returncode != 0, result.stdout
+        assert "ImproperlyConfigured" in result.stderr
+        assert "DJANGO_SECRET_KEY" in result.stderr
+
+
+def seconds(duration: str) -> int:
+    """A compose duration such as ``12m`` or ``1m30s`` in seconds."""
+    import re
+
+    units = {"h": 3600, "m": 60, "s": 1}
+    parts = re.findall(r"(\d+)([hms])", duration)
+    assert "".join(n + u for n, u in parts) == duration, duration
+    return sum(int(n) * units[u] for n, u in parts)
+
+
+def test_compose_operations_healthchecks_grace_persistence_secrets_and_one_off_migrations() -> None:
+    from hetplanner.settings import base
+
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    roles = {"web": "web", "worker": "worker", "housekeeping": "worker", "beat": "beat"}
+    for name, role in roles.items():
+        test = services[name]["healthcheck"]["test"]
+        assert test[:1] == ["CMD"] and "healthcheck" in test, (name, test)
+        assert test[test.index("--role") + 1] == role, (name, test)
+        # Migrations and seeding run once, in the migrate service, before anything starts.
+        assert services[name]["depends_on"]["migrate"] == {
+            "condition": "service_completed_successfully"
+        }
+        assert "migrate" not in str(services[name].get("command", ""))
+    # Celery's warm shutdown waits for running tasks up to the hard time limit.
+    for name in ("worker", "housekeeping"):
+        assert seconds(services[name]["stop_grace_period"]) > base.CELERY_TASK_TIME_LIMIT
+    migrate = services["migrate"]
+    assert "migrate --noinput" in migrate["command"] and "seed_catalog" in migrate["command"]
+    assert migrate["restart"] == "no"
+    assert set(migrate["depends_on"]) == {"postgres", "redis"}
+    # Redis keeps its data across restarts (append-only file on a volume).
+    redis = services["redis"]
+    assert "--appendonly" in redis["command"]
+    assert redis["command"][redis["command"].index("--appendonly") + 1] == "yes"
+    assert any(v.endswith(":/data") for v in redis["volumes"])
+    assert redis["volumes"][0].split(":")[0] in compose["volumes"]
+    # The PostgreSQL password comes from the environment, required.
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith(
+        "${POSTGRES_PASSWORD:?"
+    )
+    for name in app_services(compose):
+        assert "${POSTGRES_PASSWORD:?" in services[name]["environment"]["DATABASE_URL"]

@@ -72,7 +72,9 @@ def tuned_worker_factory_fixture(
     """Start tuned workers for one test; all are stopped (or killed) when it ends."""
     started: list[TunedWorker] = []
 
-    def start(**extra_env: str) -> TunedWorker:
+    def start(
+        *, queues: tuple[str, ...] | None = None, beat: bool = True, **extra_env: str
+    ) -> TunedWorker:
         from django.db import connection
 
         with django_db_blocker.unblock():
@@ -81,6 +83,8 @@ def tuned_worker_factory_fixture(
             db_name=name,
             log_path=tmp_path / f"tuned{len(started)}-{settings.HETPLANNER_TEST_SESSION}.log",
             extra_env=extra_env,
+            queues=queues,
+            beat=beat,
         )
         started.append(worker)
         return worker.start()  # type: ignore[return-value]

@@ -103,3 +103,41 @@ def test_a_large_upload_past_the_row_cap_or_with_a_bad_header_is_refused_at_once
 def test_a_small_upload_is_still_parsed_in_the_request() -> None:
     row = services.trace_import(slug="mini", name="mini", text=MINI_TRACE)
     assert row.parse_status == TraceParseStatus.DONE and row.request_count == 3
+
+
+def test_an_upload_whose_message_could_not_be_sent_is_resent_by_the_reconciler(
+    small_threshold: None, django_capture_on_commit_callbacks: Any
+) -> None:
+    # the broker is down when the upload commits: the row stays queued, marked unsent
+    down = mock.patch.object(tasks.parse_trace, "delay", side_effect=OSError("broker down"))
+    with down, django_capture_on_commit_callbacks(execute=True):
+        row = services.trace_import(slug="lost", name="lost", text=MINI_TRACE.encode())
+    row.refresh_from_db()
+    assert row.parse_status == TraceParseStatus.QUEUED
+    assert row.enqueued_at is None
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        report = services.traces_reconcile()
+    assert report.resent == [row.pk] and len(callbacks) == 1
+    row.refresh_from_db()
+    assert row.enqueued_at is not None
+    # sent just now: the next pass leaves it alone
+    assert services.traces_reconcile().resent == []
+    assert _task(row.pk) == "done"
+
+
+def test_a_parse_whose_worker_died_is_resent_once_past_the_time_limit(
+    small_threshold: None, django_capture_on_commit_callbacks: Any, settings: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    row = _queued("stuck", MINI_TRACE, django_capture_on_commit_callbacks)
+    assert services.trace_parse_claim(row.pk) == 1  # a worker claimed it, then died
+    assert services.traces_reconcile().resent == []  # still within its time limit
+    later = timezone.now() + timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 120)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        report = services.traces_reconcile(now=later)
+    assert report.resent == [row.pk] and len(callbacks) == 1
+    assert services.trace_parse_claim(row.pk, now=later) == 2
