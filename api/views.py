@@ -112,7 +112,9 @@ class DeviceViewSet(StrictQueryMixin, viewsets.ModelViewSet):
         tags=["catalog"],
         responses={200: s.DeviceKindSerializer(many=True)},
     )
-    @action(detail=False, methods=["get"], url_path="kinds", pagination_class=None)
+    @action(
+        detail=False, methods=["get"], url_path="kinds", pagination_class=None, filter_backends=[]
+    )
     def kinds(self, request: Request) -> Response:
         """Every device kind with its family's parameters (name, label, type, unit, bounds,
         help text, required): what a device's ``params`` may hold."""
