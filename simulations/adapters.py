@@ -22,6 +22,7 @@ from simulations.core.provenance import calibration_from_dict
 from simulations.core.spec import (
     DeviceSpec,
     LinkSpec,
+    MemoryKind,
     MemoryTier,
     ModelSpec,
     RuntimeProfile,
@@ -71,10 +72,10 @@ def device_spec(row: Device) -> DeviceSpec:
     tiers = sorted(row.memory_tiers.all(), key=lambda t: t.order)
     return DeviceSpec(
         **{f: getattr(row, f) for f in DEVICE_PLAIN_FIELDS},
-        memory=tuple(MemoryTier(t.kind, t.capacity_gb, t.bw_gbps) for t in tiers),
+        memory=tuple(MemoryTier(MemoryKind(t.kind), t.capacity_gb, t.bw_gbps) for t in tiers),
         host_link=_link(row, "host_link"),
         peer_link=_link(row, "peer_link"),
-        parent=row.parent.slug if row.parent_id is not None else None,
+        parent=row.parent.slug if row.parent is not None else None,
         params=dict(row.params or {}),
         sources=dict(row.sources or {}),
     )
@@ -97,7 +98,7 @@ def model_spec(row: LLMModel) -> ModelSpec:
 
 def trace_data(row: Trace) -> TraceData:
     """The TraceData of a Trace row, named by its slug (the name scenarios use)."""
-    data = row.data
+    data: dict[str, Any] = row.data or {}  # a parsed trace always has its columns
     return TraceData(
         arrival_s=tuple(float(x) for x in data["arrival_s"]),
         input_tokens=tuple(int(x) for x in data["input_tokens"]),

@@ -90,7 +90,7 @@ class IntListField(forms.CharField):
 
     def to_python(self, value: Any) -> Any:
         text = super().to_python(value)
-        if not text.strip():
+        if not text or not text.strip():
             return None
         try:
             return [int(part) for part in text.replace(";", ",").split(",") if part.strip()]
@@ -149,7 +149,8 @@ class DeviceAdminForm(forms.ModelForm):
                     self.initial[name] = self.instance.params[entry["name"]]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns, typed as such
         kind = data.get("kind") or self.instance.kind
         params: dict[str, Any] = {}
         for name in self.fields:
@@ -181,7 +182,7 @@ class DeviceAdminForm(forms.ModelForm):
                     key = field if field in self.fields else NON_FIELD_ERRORS
                 remapped.setdefault(key, []).extend(messages)
             errors = ValidationError(remapped)
-        super()._update_errors(errors)
+        super()._update_errors(errors)  # type: ignore[misc]  # private in django-stubs
 
 
 @admin.register(Device)
@@ -311,7 +312,8 @@ class HfImportForm(forms.Form):
     config_file = forms.FileField(required=False, label="config.json (upload)")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns, typed as such
         upload = data.get("config_file")
         if upload is not None:
             data["config"] = upload.read(1024 * 1024 + 1)
@@ -406,7 +408,8 @@ class TraceUploadForm(forms.ModelForm):
         return self.cleaned_data.get("visibility") or TraceVisibility.PRIVATE
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns, typed as such
         upload = data.get("csv_file")
         if upload is None:
             if self.instance.pk is None:
@@ -467,7 +470,7 @@ class WorkloadForm(forms.ModelForm):
 
     def _post_clean(self) -> None:
         # The instance holds the form's values only after ModelForm._post_clean.
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # private in django-stubs
         if self.errors:
             return
         try:

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.db.models import Q
+from django.db.models import Field, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -131,7 +131,7 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
     used: set[str] = set()
     rows: list[dict[str, Any]] = []
     for name in DEVICE_FIELDS:
-        f = Device._meta.get_field(name)
+        f = cast("Field[Any, Any]", Device._meta.get_field(name))
         value = getattr(device, name)
         if value in (None, "", []):
             continue
@@ -234,7 +234,7 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
     model = get_object_or_404(LLMModel, slug=slug)
     facts = analysis.model_facts(model_spec(model))
     fields = [
-        (f, LLMModel._meta.get_field(f))
+        (f, cast("Field[Any, Any]", LLMModel._meta.get_field(f)))
         for f in (
             "n_layers",
             "hidden_size",

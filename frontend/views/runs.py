@@ -110,7 +110,7 @@ def submit_run(request: HttpRequest, scenario: Scenario) -> SimulationRun | None
     limit = int(getattr(settings, "HETPLANNER_MAX_ACTIVE_RUNS_PER_USER", 20))
     with transaction.atomic():
         active = SimulationRun.objects.filter(
-            owner=request.user, status__in=ACTIVE_STATUSES
+            owner_id=request.user.pk, status__in=ACTIVE_STATUSES
         ).count()
         if active >= limit:
             messages.error(
@@ -408,7 +408,7 @@ def _figure_payload(spec: Any, name: str) -> dict[str, Any]:
     # a policy's own figure: the first system of a policy declaring it that has rows
     prompt, output = analysis.representative_lengths(spec)
     shown: PolicyFigure | None = None
-    notes: list[str] = []
+    fig_notes: list[str] = []
     for system in spec.systems:
         policy = _policy(system.policy)
         if policy is None or name not in policy.figures:
@@ -417,11 +417,11 @@ def _figure_payload(spec: Any, name: str) -> dict[str, Any]:
         if data.rows and shown is None:
             shown = data
         if data.note:
-            notes.append(f"{system.name}: {data.note}")
+            fig_notes.append(f"{system.name}: {data.note}")
     if shown is None:
-        return {"figure": None, "notes": notes}
+        return {"figure": None, "notes": fig_notes}
     fig = POLICY_FIGURES[name](shown.rows, esc(shown.title))
-    return {"figure": figure_dict(fig), "notes": notes}
+    return {"figure": figure_dict(fig), "notes": fig_notes}
 
 
 @login_required
