@@ -103,7 +103,7 @@ def device_roofs(device: DeviceSpec, runtimes: Sequence[RuntimeProfile]) -> list
     """The roof of ``device`` under each runtime profile of its kind."""
     out = []
     for rt in runtimes:
-        if rt.device_kind is not device.kind:
+        if rt.device_kind != device.kind:  # a new family's kind is a plain string
             continue
         try:
             out.append(roofline.roof(device, rt))

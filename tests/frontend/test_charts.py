@@ -99,3 +99,17 @@ def test_model_facts_count_llama2_7b_parameters() -> None:
     facts = analysis.model_facts(builtin_catalog().model("llama2-7b"))
     assert facts.parameters == 6_738_415_616  # meta-llama/Llama-2-7b-hf
     assert facts.kv_bytes_per_token_fp16 == 2 * 32 * 32 * 128 * 2
+
+
+def test_a_new_familys_device_gets_the_roofs_of_its_runtime_profiles() -> None:
+    from dataclasses import replace
+
+    from tests.core.toy import device_family as toy
+
+    with toy.registered():
+        cat = toy.catalog()
+        device = replace(cat.devices["toy-accel-1"], fp16_tflops=100.0)
+        # a kind equal to the device's but not the same string object (a new family's kind
+        # is a plain string, compared by value)
+        runtime = replace(cat.runtimes["toy-fp16"], device_kind="".join(["toy-", "accel"]))
+        assert len(analysis.device_roofs(device, [runtime])) == 1
