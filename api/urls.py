@@ -1,11 +1,12 @@
 """API routes under /api/: the catalog, workloads, scenarios, runs, sweeps, capacity
-plans, policies, API tokens, the OpenAPI schema (/api/schema/) and Swagger UI (/api/docs/)."""
+plans, policies, measurement sets and calibrations, API tokens, the OpenAPI schema
+(/api/schema/) and Swagger UI (/api/docs/)."""
 
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from api import views
+from api import measurements, views
 
 router = DefaultRouter()
 router.register("devices", views.DeviceViewSet, basename="device")
@@ -18,6 +19,8 @@ router.register("runs", views.RunViewSet, basename="run")
 router.register("sweeps", views.SweepViewSet, basename="sweep")
 router.register("plans", views.PlanViewSet, basename="plan")
 router.register("policies", views.PolicyViewSet, basename="policy")
+router.register("measurements", measurements.MeasurementSetViewSet, basename="measurementset")
+router.register("calibrations", measurements.CalibrationViewSet, basename="calibration")
 router.register("auth/tokens", views.ApiTokenViewSet, basename="apitoken")
 
 app_name = "api"

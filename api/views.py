@@ -53,6 +53,7 @@ from simulations.choices import ACTIVE_STATUSES, RunStatus, TraceParseStatus
 from simulations.core.errors import UnknownPolicyError
 from simulations.core.policies import get_policy, policy_names
 from simulations.device_families import device_kind_choices
+from simulations.measurements.selectors import runtimes_visible_to
 from simulations.models import RunEvent, SimulationRun, Trace
 from simulations.plans import selectors as plan_selectors
 from simulations.plans import services as plan_services
@@ -151,7 +152,8 @@ class RuntimeProfileViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     http_method_names = CATALOG_METHODS
 
     def get_queryset(self) -> QuerySet[Any]:
-        return selectors.runtime_list()
+        # the catalog's profiles plus the caller's own (saved from a calibration) and shared ones
+        return runtimes_visible_to(self.request.user)
 
 
 @extend_schema_view(

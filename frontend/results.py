@@ -45,6 +45,8 @@ DEVICE_COLUMNS = (
     "energy_j",
     "memory_peak_gb",
     "memory_capacity_gb",
+    "calibration",
+    "calibration_note",
 )
 #: Ratios to the baseline added to the CSV and the summary table.
 RATIO_KEYS = (

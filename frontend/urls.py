@@ -3,6 +3,7 @@
 from django.urls import path
 
 from frontend.views import (
+    calibration,
     catalog,
     dashboard,
     plans,
@@ -65,6 +66,12 @@ urlpatterns = [
     path("plans/<int:pk>/status.json", plans.plan_status, name="plan_status"),
     path("plans/<int:pk>/cancel/", plans.plan_cancel, name="plan_cancel"),
     path("plans/<int:pk>/scenario/", plans.plan_scenario, name="plan_scenario"),
+    # measurement sets and calibration (issue 18)
+    path("calibrate/", calibration.calibrate, name="calibrate"),
+    path("measurements/import/", calibration.measurement_import, name="measurement_import"),
+    path("measurements/<str:slug>/", calibration.measurement_detail, name="measurement_detail"),
+    path("calibrations/<int:pk>/", calibration.calibration_detail, name="calibration_detail"),
+    path("calibrations/<int:pk>/save/", calibration.calibration_save, name="calibration_save"),
     # validation and tokens
     path("validation/", validation.validation_page, name="validation"),
     path(

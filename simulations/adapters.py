@@ -107,15 +107,19 @@ def trace_data(row: Trace) -> TraceData:
     )
 
 
-def catalog_from_db() -> Catalog:
-    """The core Catalog built from the database (three queries plus one for memory tiers)."""
+def catalog_from_db(among_runtimes: QuerySet[RuntimeProfileRow] | None = None) -> Catalog:
+    """The core Catalog built from the database (three queries plus one for memory tiers).
+
+    ``among_runtimes``: the runtime profiles to include (a user's visible ones: another user's
+    private profile is then an unknown runtime); default every profile."""
     devices = {
         row.slug: device_spec(row)
         for row in Device.objects.select_related("parent").prefetch_related("memory_tiers")
     }
     runtimes: dict[str, RuntimeProfile] = {}
     defaults: dict[str, str] = {}
-    for row in RuntimeProfileRow.objects.all():
+    rows = RuntimeProfileRow.objects.all() if among_runtimes is None else among_runtimes
+    for row in rows:
         spec = runtime_spec(row)
         runtimes[spec.slug] = spec
         if row.default_for_kind:

@@ -289,8 +289,10 @@ class RuntimeProfileAdmin(CatalogEditorAdmin):
         "compute_eff",
         "bw_eff",
         "default_for_kind",
+        "visibility",
+        "owner",
     )
-    list_filter = ("device_kind", "default_for_kind")
+    list_filter = ("device_kind", "default_for_kind", "visibility")
     search_fields = ("slug", "name")
 
 
@@ -580,3 +582,7 @@ class SimulationRunAdmin(admin.ModelAdmin):
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[SimulationRun]) -> None:
         cancelled = sum(services.run_cancel(run=run, user=request.user) for run in queryset)
         self.message_user(request, f"Cancelled {cancelled} run(s).", messages.SUCCESS)
+
+
+# Measurement sets and calibrations (issue 18) register their admins in their own module.
+import simulations.measurements.admin  # noqa: E402, F401

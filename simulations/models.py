@@ -415,6 +415,23 @@ class RuntimeProfile(CatalogItem):
         help_text="What the profile was fitted on: devices and models (slugs), measurement "
         "sets, method, fit error (fractions) and notes; empty devices = derived, not measured.",
     )
+    # Profiles saved from a user's calibration are theirs until published (issue 18): the
+    # catalog's own rows have no owner and are public.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="runtime_profiles",
+        help_text="Who saved it from a calibration (empty: a catalog profile).",
+    )
+    visibility = models.CharField(
+        max_length=16,
+        choices=TraceVisibility.choices,
+        default=TraceVisibility.PUBLIC,
+        help_text="Who may see and simulate with it: its owner only, every signed-in user, "
+        "or everyone as part of the catalog (catalog editors only).",
+    )
 
     class Meta(CatalogItem.Meta):
         constraints = [
@@ -423,6 +440,15 @@ class RuntimeProfile(CatalogItem):
                 fields=["device_kind"],
                 condition=Q(default_for_kind=True),
                 name="%(app_label)s_%(class)s_one_default_per_kind",
+            ),
+            models.CheckConstraint(
+                condition=Q(visibility__in=TraceVisibility.values),
+                name="%(app_label)s_%(class)s_visibility_valid",
+            ),
+            # a kind's default runs for every user: only a catalog (public) profile may be it
+            models.CheckConstraint(
+                condition=Q(default_for_kind=False) | Q(visibility=TraceVisibility.PUBLIC),
+                name="%(app_label)s_%(class)s_default_is_public",
             ),
             *(
                 models.CheckConstraint(
@@ -1000,7 +1026,8 @@ class RunEvent(models.Model):
         return f"{self.kind} (attempt {self.attempt})"
 
 
-# Sweep rows (issue 8) and capacity-search rows (issue 10) live in their own modules;
-# importing them registers them with this app.
+# Sweep rows (issue 8), capacity-search rows (issue 10), measurement sets and calibrations
+# (issue 18) live in their own modules; importing them registers them with this app.
+from simulations.measurements.models import Calibration, MeasurementSet  # noqa: E402, F401
 from simulations.plans.models import Plan, PlanChunk, PlanResult  # noqa: E402, F401
 from simulations.sweeps.models import Sweep, SweepChunk, SweepResult  # noqa: E402, F401

@@ -68,10 +68,11 @@ def trace_get_for(user: Any, slug: str) -> Trace:
 
 
 def catalog_overview() -> dict[str, Any]:
-    """Devices, runtime profiles and models for the catalog page."""
+    """Devices, runtime profiles and models for the catalog page (the catalog's public
+    profiles: a profile a user saved from a calibration is listed to them on /calibrate/)."""
     return {
         "devices": list(device_list()),
-        "runtimes": list(runtime_list()),
+        "runtimes": list(runtime_list().filter(visibility=TraceVisibility.PUBLIC)),
         "models": list(model_list()),
     }
 

@@ -61,6 +61,7 @@ from simulations.core.hf_config import model_spec_from_hf_config
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile, ScenarioSpec, WorkloadSpec
 from simulations.core.traces import check_azure_header, count_rows_upto, parse_azure_trace
 from simulations.jobs import mark_unsent, resend_lost, stale_before
+from simulations.measurements.selectors import runtimes_visible_to
 from simulations.models import (
     Device,
     LLMModel,
@@ -766,6 +767,12 @@ def visible_traces(user: Any) -> Any:
     return None if user is None else selectors.traces_visible_to(user)
 
 
+def visible_runtimes(user: Any) -> Any:
+    """The runtime profiles ``user`` may simulate with (None: every profile — workers and
+    the CLI). Another user's private profile (saved from their calibration) is unknown."""
+    return None if user is None else runtimes_visible_to(user)
+
+
 def _storable_check(document: Any) -> None:
     """ScenarioValidationError for any value a jsonb column cannot hold (by JSON path),
     e.g. a NaN where the parser does not look; run after the document parser."""
@@ -778,11 +785,13 @@ def scenario_validate(document: Any, *, user: Any = None) -> ScenarioSpec:
     """Parse ``document`` against the catalog in the database (ScenarioValidationError).
 
     With ``user``, a trace name resolves only among the traces that user may use (their
-    own, shared and public ones): another user's private trace is an unknown trace.
+    own, shared and public ones): another user's private trace is an unknown trace; a
+    runtime likewise among the profiles they may use.
     """
     _document_size_check(document)
     traces = traces_from_db(scenario_rules.trace_names(document), visible_traces(user))
-    spec = scenario_rules.parse_scenario(document, catalog_from_db(), traces=traces)
+    catalog = catalog_from_db(visible_runtimes(user))
+    spec = scenario_rules.parse_scenario(document, catalog, traces=traces)
     _storable_check(document)
     return spec
 

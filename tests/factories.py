@@ -6,12 +6,14 @@ row is a plausible catalog entry; tests override what they exercise.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
 
 from simulations.choices import DeviceKind, FfnKind, MemoryKind, RunStatus
+from simulations.measurements.models import MeasurementSet
 from simulations.models import (
     Device,
     LLMModel,
@@ -172,3 +174,36 @@ class SimulationRunFactory(factory.django.DjangoModelFactory):
     owner = factory.LazyAttribute(lambda r: r.scenario.owner)
     document = factory.LazyAttribute(lambda r: r.scenario.document)
     status = RunStatus.QUEUED
+
+
+#: The shipped A100 operator set (LLaMA-2-7B on vLLM kernels): what the calibration tests fit.
+A100_OPERATORS = (
+    Path(__file__).resolve().parent.parent
+    / "simulations/core/data/measurements/a100_llama2-7b_vllm_operators.csv"
+)
+
+
+class MeasurementSetFactory(factory.django.DjangoModelFactory):
+    """A private measurement set imported (through the service) from the shipped A100
+    operator CSV; needs the built-in catalog rows (``builtin_catalog_rows``)."""
+
+    class Meta:
+        model = MeasurementSet
+
+    owner = factory.SubFactory(UserFactory)
+    slug = factory.Sequence(lambda n: f"a100-ops-{n}")
+    name = factory.LazyAttribute(lambda m: f"A100 operators ({m.slug})")
+    visibility = "private"
+
+    @classmethod
+    def _create(cls, model_class: Any, *args: Any, **kwargs: Any) -> MeasurementSet:
+        from simulations.measurements.services import measurement_set_import
+
+        return measurement_set_import(
+            slug=kwargs["slug"],
+            name=kwargs["name"],
+            text=kwargs.get("text") or A100_OPERATORS.read_text(encoding="utf-8"),
+            stack=kwargs.get("stack", "vllm-fp16"),
+            owner=kwargs["owner"],
+            visibility=kwargs["visibility"],
+        )

@@ -21,6 +21,7 @@ from frontend.forms import HfImportForm
 from frontend.views.common import catalog_editor_required, validation_messages
 from simulations import selectors, services
 from simulations.adapters import device_spec, model_spec, runtime_spec
+from simulations.choices import TraceVisibility
 from simulations.device_families import device_kind_choices, param_schema
 from simulations.models import Device, LLMModel, RuntimeProfile
 from simulations.permissions import can_edit_catalog
@@ -178,7 +179,13 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
         used.update(f"memory[{i}].{k}" for k in tier_sources)
         tiers.append({"tier": t, "sources": tier_sources})
     other_sources = sorted((k, v) for k, v in sources.items() if k not in used)
-    runtimes = list(RuntimeProfile.objects.filter(device_kind=device.kind).order_by("slug"))
+    # the catalog's (public) profiles only: the roofs are cached per device for every user,
+    # and a user's private profile (saved from a calibration) is theirs alone
+    runtimes = list(
+        RuntimeProfile.objects.filter(
+            device_kind=device.kind, visibility=TraceVisibility.PUBLIC
+        ).order_by("slug")
+    )
     roofs: list[dict[str, Any]] = []
     roof_chart = None
     if device.memory_tiers.all() and device.kind in analysis.ROOFLINE_KINDS:

@@ -12,7 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from simulations import selectors
 from simulations.choices import TraceParseStatus
-from simulations.models import Device, LLMModel, RuntimeProfile
+from simulations.measurements.selectors import runtimes_visible_to
+from simulations.models import Device, LLMModel
 from simulations.permissions import can_edit_catalog
 
 View = Callable[..., HttpResponse]
@@ -65,10 +66,9 @@ def catalog_choices(user: Any) -> dict[str, Any]:
             "slug", "name", "kind", "parent__slug", "price_usd"
         )
     )
+    # the catalog's profiles plus the user's own (saved from a calibration) and shared ones
     runtimes = list(
-        RuntimeProfile.objects.order_by("device_kind", "slug").values(
-            "slug", "name", "device_kind", "default_for_kind"
-        )
+        runtimes_visible_to(user).values("slug", "name", "device_kind", "default_for_kind")
     )
     models = list(LLMModel.objects.order_by("slug").values("slug", "name"))
     traces = list(

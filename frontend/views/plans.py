@@ -21,6 +21,7 @@ from frontend import examples
 from frontend.charts import chart
 from frontend.charts.base import finite
 from frontend.charts.sweep import pareto_figure
+from frontend.provenance import plan_provenance
 from frontend.views.common import int_or_404, page_number
 from simulations import services
 from simulations.core import json_fields
@@ -143,6 +144,7 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "progress": plan_selectors.plan_progress(plan),
             "result": result,
             "recommendation": result.get("recommendation"),
+            "recommendation_provenance": plan_provenance(result.get("recommendation")),
             "per_device_type": result.get("per_device_type") or [],
             "pareto": pareto,
             "front": [p for p in points if p.get("on_front")],

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from frontend import builder, examples
 from frontend.forms import LoadSweepForm
+from frontend.provenance import builder_provenance
 from frontend.views.common import catalog_choices, int_or_404, page_number, saved_workload_documents
 from frontend.views.runs import submit_run
 from simulations import selectors, services
@@ -52,6 +53,7 @@ def _builder_context(
     price_hints = {
         d["slug"]: builder.catalog_price_hint(d["price_usd"]) for d in choices["devices"]
     }
+    provenance = builder_provenance(request.user, choices["device_kinds"])
     systems = []
     for i, block in enumerate(state.systems):
         policy = next((p for p in registry if p["name"] == block.policy), None)
@@ -85,6 +87,7 @@ def _builder_context(
                         "row": row,
                         "price_field": f"sys-{i}-dev-{j}-price_usd",
                         "price_hint": price_hints.get(row.device.strip(), builder.PRICE_HINT),
+                        "provenance": provenance.get(f"{row.device.strip()}|{row.runtime.strip()}"),
                     }
                     for j, row in enumerate(block.devices)
                 ],
@@ -95,6 +98,7 @@ def _builder_context(
         "deviceKinds": choices["device_kinds"],
         "priceHints": price_hints,
         "priceHint": builder.PRICE_HINT,
+        "provenance": provenance,
         "runtimes": [
             {"slug": r["slug"], "kind": r["device_kind"], "default": r["default_for_kind"]}
             for r in choices["runtimes"]

@@ -51,6 +51,7 @@ from simulations.services import (
     _json_safe,
     _storable_check,
     trace_references_set,
+    visible_runtimes,
     visible_traces,
 )
 
@@ -116,7 +117,7 @@ def plan_validate(document: Any, *, user: Any = None) -> PlanSpec:
     """
     _document_size_check(document)
     traces = traces_from_db(trace_names(document), visible_traces(user))
-    spec = parse_plan(document, catalog_from_db(), traces=traces)
+    spec = parse_plan(document, catalog_from_db(visible_runtimes(user)), traces=traces)
     _storable_check(document)
     return spec
 

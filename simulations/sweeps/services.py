@@ -47,6 +47,7 @@ from simulations.services import (
     _document_size_check,
     _json_safe,
     trace_references_set,
+    visible_runtimes,
     visible_traces,
 )
 from simulations.sweeps.expand import (
@@ -148,7 +149,7 @@ def sweep_validate(template: Any, axes_raw: Any, *, user: Any = None) -> tuple[l
     axes = parse_axes(axes_raw)
     total = check_count(axes, _max_configs())
     check_template_paths(template, axes)
-    catalog = catalog_from_db()
+    catalog = catalog_from_db(visible_runtimes(user))
     probes = _probes(template, axes)
     names: set[str] = set()
     for _, doc in probes:

@@ -1,4 +1,4 @@
-"""Migration 0009 moves the kind-specific Device columns into ``params`` without losing a
+"""Migration 0010 moves the kind-specific Device columns into ``params`` without losing a
 value, on rows that exist when it runs (PostgreSQL: the project's database), and carries
 the seeding snapshots (``seed_values``) over to the new shape so a seeded row nobody edited
 still counts as unedited."""
@@ -17,8 +17,8 @@ from simulations import services
 from simulations.adapters import device_values, memory_tier_values
 from simulations.core.catalog import builtin_catalog, iter_records
 
-BEFORE = [("simulations", "0008_trace_enqueued_at")]
-AFTER = [("simulations", "0009_device_params")]
+BEFORE = [("simulations", "0009_measurement_sets_and_private_profiles")]
+AFTER = [("simulations", "0010_device_params")]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

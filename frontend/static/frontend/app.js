@@ -165,6 +165,24 @@
       });
     }
 
+    // how far the placement's figures can be trusted (measured / transferred / derived)
+    function syncProvenance(row) {
+      var dev = row.querySelector("[data-device-select]");
+      var rt = row.querySelector("[data-runtime-select]");
+      var out = row.querySelector("[data-provenance]");
+      if (!dev || !rt || !out) { return; }
+      var p = (registry.provenance || {})[dev.value + "|" + rt.value];
+      out.textContent = "";
+      out.hidden = !p;
+      if (!p) { out.removeAttribute("data-calibration"); return; }
+      out.setAttribute("data-calibration", p.label);
+      var badge = document.createElement("span");
+      badge.className = "badge calibration-" + p.label;
+      badge.textContent = p.badge;
+      out.appendChild(badge);
+      out.appendChild(document.createTextNode(" " + p.note));
+    }
+
     function syncPriceHint(row) {
       var dev = row.querySelector("[data-device-select]");
       var price = row.querySelector("[data-price-input]");
@@ -187,7 +205,13 @@
       syncRuntimes(row);
       var dev = row.querySelector("[data-device-select]");
       if (dev) {
-        dev.addEventListener("change", function () { syncRuntimes(row); syncPriceHint(row); });
+        dev.addEventListener("change", function () {
+          syncRuntimes(row); syncPriceHint(row); syncProvenance(row);
+        });
+      }
+      var rtSel = row.querySelector("[data-runtime-select]");
+      if (rtSel) {
+        rtSel.addEventListener("change", function () { syncProvenance(row); });
       }
     });
     form.querySelectorAll("fieldset[data-length]").forEach(function (fs) {
