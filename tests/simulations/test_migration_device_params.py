@@ -17,8 +17,8 @@ from simulations import services
 from simulations.adapters import device_values, memory_tier_values
 from simulations.core.catalog import builtin_catalog, iter_records
 
-BEFORE = [("simulations", "0009_measurement_sets_and_private_profiles")]
-AFTER = [("simulations", "0010_device_params")]
+BEFORE = [("simulations", "0011_fp8_peak_and_fp8_profiles")]
+AFTER = [("simulations", "0012_device_params")]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -142,7 +142,7 @@ def params_to_columns(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("simulations", "0009_measurement_sets_and_private_profiles"),
+        ("simulations", "0011_fp8_peak_and_fp8_profiles"),
     ]
 
     operations = [
