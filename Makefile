@@ -46,7 +46,7 @@ test: $(STAMP) ## Run the whole test suite (core, integration with a real worker
 test-core: $(STAMP) ## Run only the simulation-core tests (no database)
 	$(BIN)/pytest tests/core
 
-lint: $(STAMP) ## ruff lint + format check, mypy on the core, import contracts
+lint: $(STAMP) ## ruff lint + format check, mypy (core and Django layer, django-stubs), import contracts
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -56,7 +56,7 @@ format: $(STAMP) ## Apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-typecheck: $(STAMP) ## mypy on the simulation core
+typecheck: $(STAMP) ## mypy on the core and the Django layer (pyproject.toml lists what it leaves out)
 	$(BIN)/mypy
 
 bench: export DJANGO_SETTINGS_MODULE = hetplanner.settings.test

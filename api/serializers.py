@@ -23,24 +23,30 @@ from api.models import ApiToken
 from simulations import selectors
 from simulations.adapters import (
     device_spec,
-    device_spec_from_record,
     device_values,
     model_spec,
     runtime_spec,
 )
 from simulations.choices import (
     ArrivalKind,
-    DeviceKind,
     FfnKind,
     LinkKind,
     MemoryKind,
     TraceVisibility,
 )
 from simulations.core import scenario as scenario_rules
-from simulations.core.catalog import model_from_dict, runtime_from_dict
+from simulations.core.catalog import device_from_dict, model_from_dict, runtime_from_dict
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.json_fields import MAX_NAME_LENGTH
 from simulations.core.spec import MAX_QUANTITY
+from simulations.device_families import (
+    MAX_PARAMS as MAX_DEVICE_PARAMS,
+)
+from simulations.device_families import (
+    device_kind_choices,
+    param_schema,
+    params_errors,
+)
 from simulations.models import (
     MAX_MODEL_DIM,
     PRECISION_BITS,
@@ -65,8 +71,6 @@ MAX_SOURCE_CHARS = 2000
 MAX_NOTES_CHARS = 10_000
 #: Memory tiers of one device.
 MAX_MEMORY_TIERS = 8
-#: NPU static graph shapes of one device.
-MAX_STATIC_SHAPES = 256
 #: Extra fitted parameters of one runtime profile.
 MAX_PARAMS = 64
 
@@ -113,6 +117,72 @@ class SourcesField(serializers.DictField):
         if len(value) > MAX_SOURCES:
             raise serializers.ValidationError(f"At most {MAX_SOURCES} entries.")
         return value
+
+
+class DeviceKindField(serializers.ChoiceField):
+    """A device kind, one of the registered device families'. The choices are read when the
+    field is made — DRF makes a serializer's fields afresh for every serializer instance —
+    so a family registered later is accepted without any change here."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(choices=device_kind_choices(), **kw)
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": True,
+        "description": "The kind-specific parameters the device's family declares (name → "
+        "number, or list of numbers); their names, units, bounds and help texts per kind: "
+        "GET /api/devices/kinds/.",
+    }
+)
+class DeviceParamsField(serializers.DictField):
+    """A device's ``params``: checked against its family's declaration in
+    :meth:`DeviceSerializer.validate` (the kind decides which names exist)."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(required=False, **kw)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value = super().to_internal_value(data)
+        if len(value) > MAX_DEVICE_PARAMS:
+            raise serializers.ValidationError(f"At most {MAX_DEVICE_PARAMS} parameters.")
+        return value
+
+
+class DeviceParamSchemaSerializer(serializers.Serializer):
+    """One parameter a device family declares (its schema entry)."""
+
+    name = serializers.CharField()
+    label = serializers.CharField(help_text="Its name in words, with its unit.")
+    type = serializers.ChoiceField(choices=["int", "float", "bool", "str", "list"])
+    help = serializers.CharField()
+    unit = serializers.CharField(required=False)
+    default = serializers.JSONField(allow_null=True)
+    minimum = serializers.FloatField(required=False)
+    exclusive_minimum = serializers.BooleanField(required=False)
+    maximum = serializers.FloatField(required=False)
+    required = serializers.BooleanField(required=False)
+    items = serializers.CharField(required=False, help_text="Type of a list's items.")
+    choices = serializers.ListField(child=serializers.JSONField(), required=False)
+
+
+class DeviceKindSerializer(serializers.Serializer):
+    """A device kind and the parameters its family declares."""
+
+    kind = serializers.CharField()
+    label = serializers.CharField()
+    params = DeviceParamSchemaSerializer(many=True)
+
+
+def device_kinds_schema() -> list[dict[str, Any]]:
+    """Every device kind with the parameters its family declares (label, unit, bounds,
+    help text, required), as ``GET /api/devices/kinds/`` shows them."""
+    return [
+        {"kind": kind, "label": label, "params": param_schema(kind)}
+        for kind, label in device_kind_choices()
+    ]
 
 
 def _spec_error(exc: SpecError) -> serializers.ValidationError:
@@ -188,7 +258,7 @@ class DeviceSerializer(CatalogSerializer):
 
     model_class = Device
 
-    kind = serializers.ChoiceField(choices=DeviceKind.choices)
+    kind = DeviceKindField(help_text="Device kind: a registered device family.")
     vendor = strict.CharField(max_length=100)
     parent = strict.CharField(
         max_length=64,
@@ -210,19 +280,10 @@ class DeviceSerializer(CatalogSerializer):
     price_usd = quantity(help_text="List price, US dollars.")
     host_link = LinkSerializer(required=False, allow_null=True)
     peer_link = LinkSerializer(required=False, allow_null=True)
-    fpga_clock_mhz = quantity(help_text="FPGA kernel clock, MHz.")
-    fpga_hbm_channels = dimension(help_text="HBM pseudo-channels used (count).")
-    fpga_issue_cycles = quantity(help_text="Instruction-issue overhead, cycles.")
-    npu_array_rows = dimension(help_text="Systolic array rows.")
-    npu_array_cols = dimension(help_text="Systolic array columns.")
-    npu_static_shapes = serializers.ListField(
-        child=strict.IntegerField(min_value=1, max_value=MAX_MODEL_DIM),
-        required=False,
-        max_length=MAX_STATIC_SHAPES,
+    params = DeviceParamsField()
+    sources = SourcesField(
+        help_text="Field name → source text; a parameter's source is keyed ``params.<name>``."
     )
-    cpu_cores = dimension(help_text="Physical cores.")
-    cpu_simd_width_bits = dimension(help_text="SIMD width, bits.")
-    cpu_clock_ghz = quantity(help_text="Base clock, GHz.")
 
     def to_representation(self, instance: Device) -> dict[str, Any]:
         spec = device_spec(instance)
@@ -231,7 +292,7 @@ class DeviceSerializer(CatalogSerializer):
             "id": instance.pk,
             "slug": spec.slug,
             "name": spec.name,
-            "kind": spec.kind.value,
+            "kind": str(spec.kind),  # a new family's kind is a plain string
             "vendor": spec.vendor,
             "parent": spec.parent,
             "memory": [
@@ -265,19 +326,8 @@ class DeviceSerializer(CatalogSerializer):
                     "lanes": link.lanes,
                 }
             )
-        for name in (
-            "fpga_clock_mhz",
-            "fpga_hbm_channels",
-            "fpga_issue_cycles",
-            "npu_array_rows",
-            "npu_array_cols",
-            "cpu_cores",
-            "cpu_simd_width_bits",
-            "cpu_clock_ghz",
-            "npu_static_shapes",
-            "sources",
-        ):
-            out[name] = columns[name]
+        out["params"] = columns["params"]
+        out["sources"] = columns["sources"]
         out["notes"] = instance.notes
         out["created_at"] = serializers.DateTimeField().to_representation(instance.created_at)
         out["updated_at"] = serializers.DateTimeField().to_representation(instance.updated_at)
@@ -289,7 +339,11 @@ class DeviceSerializer(CatalogSerializer):
         for name in ("host_link", "peer_link"):
             if attrs.get(name) is not None:
                 record[name] = _drop_none(dict(attrs[name]))
-        attrs["spec"] = _catalog_spec(device_spec_from_record, record)
+        # the family's declaration decides the params: errors name ``params.<name>``
+        errors = params_errors(record["kind"], record.get("params", {}))
+        if errors:
+            raise serializers.ValidationError({k: [v] for k, v in errors.items()})
+        attrs["spec"] = _catalog_spec(device_from_dict, record)
         return attrs
 
     def save(self, **kwargs: Any) -> Device:
@@ -307,7 +361,7 @@ class RuntimeProfileSerializer(CatalogSerializer):
     model_class = RuntimeProfile
     output_only_keys = ("calibration",)
 
-    device_kind = serializers.ChoiceField(choices=DeviceKind.choices)
+    device_kind = DeviceKindField(help_text="Kind of device this stack runs on.")
     weight_bits = serializers.ChoiceField(choices=PRECISION_CHOICES)
     act_bits = serializers.ChoiceField(choices=PRECISION_CHOICES)
     kv_bits = serializers.ChoiceField(choices=PRECISION_CHOICES)
@@ -334,7 +388,7 @@ class RuntimeProfileSerializer(CatalogSerializer):
             "id": instance.pk,
             "slug": spec.slug,
             "name": spec.name,
-            "device_kind": spec.device_kind.value,
+            "device_kind": str(spec.device_kind),
             "weight_bits": spec.weight_bits,
             "act_bits": spec.act_bits,
             "kv_bits": spec.kv_bits,

@@ -52,6 +52,7 @@ from simulations import selectors, services
 from simulations.choices import ACTIVE_STATUSES, RunStatus, TraceParseStatus
 from simulations.core.errors import UnknownPolicyError
 from simulations.core.policies import get_policy, policy_names
+from simulations.device_families import device_kind_choices
 from simulations.measurements.selectors import runtimes_visible_to
 from simulations.models import RunEvent, SimulationRun, Trace
 from simulations.plans import selectors as plan_selectors
@@ -77,7 +78,7 @@ def _lock_user(user: Any) -> None:
 class DeviceFilter(StrictFilterSet):
     """Devices by kind and vendor."""
 
-    kind = filters.ChoiceFilter(choices=s.DeviceKind.choices)
+    kind = filters.ChoiceFilter(choices=device_kind_choices)
     vendor = filters.CharFilter(lookup_expr="iexact")
 
     class Meta:
@@ -107,11 +108,24 @@ class DeviceViewSet(StrictQueryMixin, viewsets.ModelViewSet):
     def get_queryset(self) -> QuerySet[Any]:
         return selectors.device_list()
 
+    @extend_schema(
+        summary="Device kinds and the parameters each family declares",
+        tags=["catalog"],
+        responses={200: s.DeviceKindSerializer(many=True)},
+    )
+    @action(
+        detail=False, methods=["get"], url_path="kinds", pagination_class=None, filter_backends=[]
+    )
+    def kinds(self, request: Request) -> Response:
+        """Every device kind with its family's parameters (name, label, type, unit, bounds,
+        help text, required): what a device's ``params`` may hold."""
+        return Response(s.device_kinds_schema())
+
 
 class RuntimeFilter(StrictFilterSet):
     """Runtime profiles by device kind."""
 
-    device_kind = filters.ChoiceFilter(choices=s.DeviceKind.choices)
+    device_kind = filters.ChoiceFilter(choices=device_kind_choices)
 
     class Meta:
         model = s.RuntimeProfile

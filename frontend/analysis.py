@@ -1,7 +1,7 @@
 """Figures the pages derive from the simulation core beyond the stored result document:
-model size facts, roofline data with a scenario's operating points, and H2M2's HBM
-footprint by sublayer. Everything here calls :mod:`simulations.core` (pure Python); nothing
-is stored.
+model size facts and roofline data with a scenario's operating points (a policy's own
+figures come from the policy: ``Policy.figure_data``). Everything here calls
+:mod:`simulations.core` (pure Python); nothing is stored.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from simulations.core.spec import (
     ModelSpec,
     RuntimeProfile,
     ScenarioSpec,
-    SystemSpec,
     TraceData,
 )
 
@@ -32,8 +31,6 @@ logger = logging.getLogger(__name__)
 
 #: Device kinds whose cost model the roofline helper can evaluate.
 ROOFLINE_KINDS = (DeviceKind.GPU, DeviceKind.FPGA, DeviceKind.NPU, DeviceKind.CPU)
-#: Sequence lengths at which the H2M2 footprint is shown, at most.
-H2M2_POINTS = 8
 
 
 @dataclass(frozen=True)
@@ -106,7 +103,7 @@ def device_roofs(device: DeviceSpec, runtimes: Sequence[RuntimeProfile]) -> list
     """The roof of ``device`` under each runtime profile of its kind."""
     out = []
     for rt in runtimes:
-        if rt.device_kind is not device.kind:
+        if rt.device_kind != device.kind:  # a new family's kind is a plain string
             continue
         try:
             out.append(roofline.roof(device, rt))
@@ -132,7 +129,7 @@ def scenario_rooflines(
             seen.add(key)
             if p.device.kind not in ROOFLINE_KINDS:
                 notes.append(
-                    f"{p.device.slug}: no single-device roofline for {p.device.kind.value} devices"
+                    f"{p.device.slug}: no single-device roofline for {p.device.kind} devices"
                 )
                 continue
             try:
@@ -145,55 +142,3 @@ def scenario_rooflines(
                 continue
             series.append(entry)
     return series, notes, (prompt, output)
-
-
-def h2m2_footprints(
-    system: SystemSpec, spec: ScenarioSpec
-) -> tuple[list[dict[str, Any]], str | None]:
-    """HBM footprint by sublayer of an ``h2m2`` system's mapping at sequence lengths from the
-    representative prompt to prompt + output, for a full batch (H2M2 Fig. 14).
-
-    Returns the rows and, when the system's mapping keeps no head-aware split (LPDDR-only,
-    hierarchical, 8-HBM), a note instead of rows.
-    """
-    from simulations.core.devices.h2m2.board import H2M2Hardware
-    from simulations.core.devices.h2m2.shapes import LayerShapes, Point
-    from simulations.core.devices.h2m2.timing import MappingTables
-    from simulations.core.policies import get_policy
-    from simulations.core.policies.h2m2.mapping import run_system
-
-    opts = get_policy(system.policy).resolve_options(system.options)
-    mapping = str(opts["mapping"])
-    batch = int(min(int(opts["max_batch"]), spec.workload.requests))
-    hw = H2M2Hardware.from_placements(system.devices)
-    shapes = LayerShapes.of(spec.model, system.devices[0].runtime)
-    prompt, output = representative_lengths(spec)
-    seqs = np.unique(np.linspace(prompt + 1, prompt + output, H2M2_POINTS).round().astype(int))
-    rows: list[dict[str, Any]] = []
-    for seq in seqs.tolist():
-        point = Point(batch, float(seq))
-        try:
-            ev = run_system(shapes, hw, point, mapping)
-        except (SpecError, CapacityError) as exc:
-            return rows, f"S{seq}: {exc}"
-        if ev.mapping is None:
-            return [], (
-                f"mapping {mapping!r} keeps every sublayer on one memory (no head-aware split "
-                "to break down)"
-            )
-        tab = MappingTables(shapes, hw, point)
-        idx = {"qkv": ev.mapping.n_qkv, "attn": ev.mapping.n_attn, "fc": ev.mapping.n_fc}
-        hbm = {k: float(tab.cap[k][0][i]) / 1e9 for k, i in idx.items()}
-        hbm["act"] = tab.act_bytes / 1e9
-        rows.append(
-            {
-                "seq_len": seq,
-                "batch": batch,
-                "units": int(tab.N),
-                "mapping": list(ev.mapping.as_tuple()),
-                "hbm_gb": hbm,
-                "hbm_total_gb": sum(hbm.values()),
-                "hbm_capacity_gb": hw.hbm.capacity_bytes / 1e9,
-            }
-        )
-    return rows, None

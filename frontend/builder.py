@@ -543,6 +543,11 @@ def _length_fields(value: Any) -> LengthFields:
     return LengthFields(dist="fixed", value=_str(value))
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def _str(value: Any) -> str:
     if value is None:
         return ""
@@ -560,13 +565,13 @@ def state_from_document(doc: Mapping[str, Any]) -> BuilderState:
         description=_str(doc.get("description")),
         model=_str(doc.get("model")),
     )
-    wl_doc = doc.get("workload") if isinstance(doc.get("workload"), Mapping) else {}
+    wl_doc = _mapping(doc.get("workload"))
     wl = state.workload
     wl.requests = _str(wl_doc.get("requests"))
     wl.input = _length_fields(wl_doc.get("input_tokens"))
     wl.output = _length_fields(wl_doc.get("output_tokens"))
     wl.seed = _str(wl_doc.get("seed", 0))
-    arrival = wl_doc.get("arrival") if isinstance(wl_doc.get("arrival"), Mapping) else {}
+    arrival = _mapping(wl_doc.get("arrival"))
     wl.arrival = _str(arrival.get("kind", "closed")) or "closed"
     wl.rate = _str(arrival.get("rate_per_s"))
     wl.time_scale = _str(arrival.get("time_scale"))
@@ -575,14 +580,14 @@ def state_from_document(doc: Mapping[str, Any]) -> BuilderState:
         if trace is None and isinstance(length, Mapping):
             trace = length.get("trace")
     wl.trace = _str(trace)
-    slo = doc.get("slo") if isinstance(doc.get("slo"), Mapping) else {}
+    slo = _mapping(doc.get("slo"))
     state.slo = {key: _str(slo.get(key)) for key, _, _ in SLO_FIELDS}
     state.systems = []
     for s in doc.get("systems") or ():
         if not isinstance(s, Mapping):
             continue
         policy = _str(s.get("policy")) or "homogeneous"
-        options = s.get("options") if isinstance(s.get("options"), Mapping) else {}
+        options = _mapping(s.get("options"))
         block = SystemBlock(
             name=_str(s.get("name")),
             policy=policy,

@@ -39,7 +39,8 @@ class HfImportForm(forms.Form):
     config_file = forms.FileField(required=False, help_text="config.json (at most 1 MiB).")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns, typed as such
         upload = data.get("config_file")
         if upload is not None:
             if upload.size > MAX_CONFIG_BYTES:
@@ -131,7 +132,9 @@ class WorkloadForm(forms.Form):
 
     def __init__(self, *args: Any, traces: list[tuple[str, str]] | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.fields["trace"].choices = [("", "—"), *(traces or [])]
+        trace = self.fields["trace"]
+        assert isinstance(trace, forms.ChoiceField)
+        trace.choices = [("", "—"), *(traces or [])]
 
     def _length(self, prefix: str) -> Any:
         d = self.cleaned_data

@@ -7,10 +7,11 @@ shows the last stored report per paper; ``manage.py validate_papers`` or the pag
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from simulations.core.reproduce.base import PAPERS
+from simulations.core.policies import papers
 
 
 class ValidationReport(models.Model):
@@ -26,8 +27,8 @@ class ValidationReport(models.Model):
     paper = models.CharField(
         max_length=32,
         unique=True,
-        choices=[(p, p) for p in PAPERS],
-        help_text="Paper key (glitches, neo, heterollm, h2m2).",
+        # no choices: the paper registry decides (clean), so a new paper needs no migration
+        help_text="Paper key, a registered paper (simulations.core.policies.papers).",
     )
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.COMPUTING, help_text="State."
@@ -61,3 +62,12 @@ class ValidationReport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.paper} ({self.status})"
+
+    def clean(self) -> None:
+        """``paper`` must be a registered paper."""
+        super().clean()
+        known = [p.name for p in papers()]
+        if self.paper not in known:
+            raise ValidationError(
+                {"paper": f"Unknown paper {self.paper!r} (known: {', '.join(known)})."}
+            )

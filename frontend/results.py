@@ -148,7 +148,7 @@ def summary_rows(systems: Sequence[Mapping[str, Any]], baseline: int = 0) -> lis
         values = [_get(s, key) for s in systems]
         b = finite(_get(base, key))
         ratios = [
-            (finite(v) / b) if finite(v) is not None and b not in (None, 0.0) else None
+            (fv / b) if (fv := finite(v)) is not None and b else None  # b: not None, not 0
             for v in values
         ]
         rows.append(SummaryRow(label, unit, values, ratios, better))

@@ -18,14 +18,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from frontend.models import ValidationReport
-from simulations.core.policies import papers
-from simulations.core.reproduce.base import PAPERS
+from simulations.core.policies import get_paper, papers
 from simulations.core.reproduce.basis import grouped, headline, summary
 
 logger = logging.getLogger(__name__)
 
-#: Papers with their display names (from the core's paper registry).
-PAPER_TITLES = {p.name: p.title for p in papers()}
 #: A computation that has not finished after this long is taken for lost (worker died).
 STALE_AFTER = timedelta(minutes=30)
 
@@ -42,13 +39,21 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def _check_paper(paper: str) -> None:
+    """ValueError unless ``paper`` is a registered paper (the registry, not a fixed list,
+    decides: a new paper's package is all it takes)."""
+    try:
+        get_paper(paper)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
+
+
 def compute(paper: str) -> ValidationReport:
     """Reproduce ``paper`` now and store the report (status ``failed`` with the message if
     the reproduction raises)."""
     from simulations.core.reproduce import reproduce
 
-    if paper not in PAPERS:
-        raise ValueError(f"unknown paper {paper!r}")
+    _check_paper(paper)
     started = time.perf_counter()
     try:
         document: dict[str, Any] | None = json_safe(reproduce(paper))
@@ -72,8 +77,7 @@ def request(paper: str) -> bool:
     """Queue a recomputation of ``paper`` once committed; False if one is already running."""
     from frontend.tasks import compute_validation
 
-    if paper not in PAPERS:
-        raise ValueError(f"unknown paper {paper!r}")
+    _check_paper(paper)
     now = timezone.now()
     with transaction.atomic():
         row, created = ValidationReport.objects.select_for_update().get_or_create(
@@ -99,12 +103,13 @@ def request(paper: str) -> bool:
 
 
 def reports() -> list[dict[str, Any]]:
-    """Every paper with its stored report (or none yet), in :data:`PAPERS` order: its checks
+    """Every paper with its stored report (or none yet), in the paper registry's order: its checks
     grouped by basis (``groups``, see :func:`simulations.core.reproduce.basis.grouped`),
     the counts per basis (``counts``) and the predictions headline (``headline``)."""
     rows = {r.paper: r for r in ValidationReport.objects.all()}
+    titles = {p.name: p.title for p in papers()}
     out = []
-    for paper in PAPERS:
+    for paper in titles:
         row = rows.get(paper)
         checks = list((row.document or {}).get("checks", ())) if row is not None else []
         busy = (
@@ -117,7 +122,7 @@ def reports() -> list[dict[str, Any]]:
         out.append(
             {
                 "paper": paper,
-                "title": PAPER_TITLES.get(paper, paper),
+                "title": titles[paper],
                 "row": row,
                 "checks": checks,
                 "passed": sum(1 for c in checks if c.get("ok")),

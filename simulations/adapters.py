@@ -9,6 +9,7 @@ functions give the column values for a spec, used by the services that write the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any
@@ -16,13 +17,12 @@ from typing import Any
 from django.db.models import QuerySet
 
 from simulations.choices import TraceParseStatus
-from simulations.core.catalog import Catalog, device_from_dict
-from simulations.core.devices import CONTAINER_KINDS, device_family
-from simulations.core.errors import SpecError
+from simulations.core.catalog import Catalog
 from simulations.core.provenance import calibration_from_dict
 from simulations.core.spec import (
     DeviceSpec,
     LinkSpec,
+    MemoryKind,
     MemoryTier,
     ModelSpec,
     RuntimeProfile,
@@ -42,20 +42,6 @@ def _plain_fields(spec: type, structured: frozenset[str]) -> tuple[str, ...]:
 DEVICE_PLAIN_FIELDS = _plain_fields(
     DeviceSpec, frozenset({"memory", "host_link", "peer_link", "parent", "params", "sources"})
 )
-#: The Device columns that hold a device family's ``params`` until the catalog stores them
-#: in one field: column → parameter name (H2M2 boards reuse the NPU's array columns).
-PARAM_COLUMNS = {
-    "fpga_clock_mhz": "clock_mhz",
-    "fpga_hbm_channels": "hbm_channels",
-    "fpga_issue_cycles": "issue_cycles",
-    "npu_array_rows": "array_rows",
-    "npu_array_cols": "array_cols",
-    "npu_static_shapes": "static_shapes",
-    "cpu_cores": "cores",
-    "cpu_simd_width_bits": "simd_width_bits",
-    "cpu_clock_ghz": "clock_ghz",
-}
-_PARAM_COLUMN = {name: column for column, name in PARAM_COLUMNS.items()}
 #: RuntimeProfile fields stored under the same name on the RuntimeProfile row.
 RUNTIME_FIELDS = _plain_fields(RuntimeProfile, frozenset({"params", "sources", "calibration"}))
 #: ModelSpec fields stored under the same name on the LLMModel row.
@@ -80,82 +66,19 @@ def _link(row: Device, prefix: str) -> LinkSpec | None:
     )
 
 
-def _declared_params(kind: str) -> frozenset[str]:
-    """The parameter names the device family of ``kind`` declares (none for a SoC)."""
-    if kind in CONTAINER_KINDS:
-        return frozenset()
-    try:
-        return frozenset(p.name for p in device_family(kind).params)
-    except SpecError:
-        return frozenset()
-
-
-def _given(value: Any) -> bool:
-    return value is not None and value != [] and value != ()
-
-
-def _params_from_columns(kind: str, columns: dict[str, Any]) -> dict[str, Any]:
-    """The ``params`` of a device of ``kind`` from its kind-specific column values."""
-    declared = _declared_params(kind)
-    return {
-        name: columns[col]
-        for col, name in PARAM_COLUMNS.items()
-        if name in declared and _given(columns.get(col))
-    }
-
-
-def _sources_to_spec(sources: dict[str, str]) -> dict[str, str]:
-    return {
-        (f"params.{PARAM_COLUMNS[k]}" if k in PARAM_COLUMNS else k): v for k, v in sources.items()
-    }
-
-
-def _sources_to_row(sources: dict[str, str]) -> dict[str, str]:
-    out = {}
-    for key, value in sources.items():
-        name = key.removeprefix("params.")
-        out[_PARAM_COLUMN.get(name, key) if key.startswith("params.") else key] = value
-    return out
-
-
 def device_spec(row: Device) -> DeviceSpec:
-    """The DeviceSpec of a Device row (prefetch ``memory_tiers`` and ``parent`` for lists):
-    the kind-specific columns its device family reads become its ``params``."""
+    """The DeviceSpec of a Device row (prefetch ``memory_tiers`` and ``parent`` for lists);
+    its ``params`` are the row's, as its device family declares them."""
     tiers = sorted(row.memory_tiers.all(), key=lambda t: t.order)
-    columns = {col: getattr(row, col) for col in PARAM_COLUMNS}
     return DeviceSpec(
         **{f: getattr(row, f) for f in DEVICE_PLAIN_FIELDS},
-        memory=tuple(MemoryTier(t.kind, t.capacity_gb, t.bw_gbps) for t in tiers),
+        memory=tuple(MemoryTier(MemoryKind(t.kind), t.capacity_gb, t.bw_gbps) for t in tiers),
         host_link=_link(row, "host_link"),
         peer_link=_link(row, "peer_link"),
-        parent=row.parent.slug if row.parent_id is not None else None,
-        params=_params_from_columns(row.kind, columns),
-        sources=_sources_to_spec(dict(row.sources or {})),
+        parent=row.parent.slug if row.parent is not None else None,
+        params=dict(row.params or {}),
+        sources=dict(row.sources or {}),
     )
-
-
-def device_spec_from_record(record: dict[str, Any]) -> DeviceSpec:
-    """The DeviceSpec of an API record whose kind-specific values sit in the Device columns'
-    names (``fpga_clock_mhz`` …): they become ``params``, checked against the device family
-    (a SpecError names the column). A kind-specific value the family does not read is an
-    error, not silently dropped."""
-    rec = dict(record)
-    kind = str(rec.get("kind", ""))
-    declared = _declared_params(kind)
-    columns = {col: rec.pop(col) for col in PARAM_COLUMNS if col in rec}
-    slug = str(rec.get("slug", "device"))
-    for col, value in columns.items():
-        if _given(value) and PARAM_COLUMNS[col] not in declared:
-            raise SpecError(f"{slug}.{col}", f"{kind} devices do not take this field")
-    rec["params"] = _params_from_columns(kind, columns)
-    rec["sources"] = _sources_to_spec(dict(rec.get("sources") or {}))
-    try:
-        return device_from_dict(rec)
-    except SpecError as exc:
-        head, sep, name = exc.field.rpartition(".params.")
-        if sep and name.split("[", 1)[0] in _PARAM_COLUMN:
-            raise SpecError(f"{head}.{_PARAM_COLUMN[name.split('[', 1)[0]]}", exc.message) from exc
-        raise
 
 
 def runtime_spec(row: RuntimeProfileRow) -> RuntimeProfile:
@@ -175,7 +98,7 @@ def model_spec(row: LLMModel) -> ModelSpec:
 
 def trace_data(row: Trace) -> TraceData:
     """The TraceData of a Trace row, named by its slug (the name scenarios use)."""
-    data = row.data
+    data: dict[str, Any] = row.data or {}  # a parsed trace always has its columns
     return TraceData(
         arrival_s=tuple(float(x) for x in data["arrival_s"]),
         input_tokens=tuple(int(x) for x in data["input_tokens"]),
@@ -231,28 +154,15 @@ def _link_values(prefix: str, link: LinkSpec | None) -> dict[str, Any]:
     }
 
 
-def param_column_values(spec: DeviceSpec) -> dict[str, Any]:
-    """The kind-specific Device column values of ``spec``'s ``params`` (None, or ``[]`` for
-    the static shapes, where it has none); SpecError for a parameter no column holds yet."""
-    for name in spec.params:
-        if name not in _PARAM_COLUMN:
-            raise SpecError(
-                f"{spec.slug}.params.{name}",
-                "no Device column stores this parameter yet (it needs the params field)",
-            )
-    values: dict[str, Any] = {col: spec.params.get(name) for col, name in PARAM_COLUMNS.items()}
-    values["npu_static_shapes"] = list(spec.params.get("static_shapes", ()))
-    return values
-
-
 def device_values(spec: DeviceSpec) -> dict[str, Any]:
     """Device column values for ``spec`` (without ``parent`` and the memory tiers)."""
     values: dict[str, Any] = {f: getattr(spec, f) for f in DEVICE_PLAIN_FIELDS}
     values["kind"] = str(spec.kind)
     values.update(_link_values("host_link", spec.host_link))
     values.update(_link_values("peer_link", spec.peer_link))
-    values.update(param_column_values(spec))
-    values["sources"] = _sources_to_row(dict(spec.sources))
+    # tuples (a list parameter) as the JSON column gives them back
+    values["params"] = json.loads(json.dumps(dict(spec.params)))
+    values["sources"] = dict(spec.sources)
     return values
 
 
@@ -296,15 +206,12 @@ def trace_values(data: TraceData) -> dict[str, Any]:
 
 
 __all__ = [
-    "PARAM_COLUMNS",
     "catalog_from_db",
     "device_spec",
-    "device_spec_from_record",
     "device_values",
     "memory_tier_values",
     "model_spec",
     "model_values",
-    "param_column_values",
     "runtime_spec",
     "runtime_values",
     "trace_data",

@@ -9,7 +9,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.contrib.admin.utils import flatten_fieldsets
+from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
@@ -19,8 +20,10 @@ from django.urls import URLPattern, path, reverse
 
 from simulations import services
 from simulations.choices import DeviceKind, TraceVisibility
+from simulations.core.devices import device_kinds
 from simulations.core.errors import ScenarioValidationError
 from simulations.core.scenario import trace_names
+from simulations.device_families import kind_label, param_schema, params_errors
 from simulations.models import (
     Device,
     LLMModel,
@@ -68,10 +71,125 @@ class MemoryTierInline(admin.TabularInline):
     fields = ("order", "kind", "capacity_gb", "bw_gbps")
 
 
+#: Prefix of the admin form's parameter fields: ``param:<kind>:<name>``.
+PARAM_FIELD_PREFIX = "param:"
+
+
+def param_field_name(kind: str, name: str) -> str:
+    """The admin form field of parameter ``name`` of ``kind`` devices."""
+    return f"{PARAM_FIELD_PREFIX}{kind}:{name}"
+
+
+class IntListField(forms.CharField):
+    """A list of integers typed as ``512, 1024, 2048`` (a list parameter)."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return ", ".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value)
+        if not text or not text.strip():
+            return None
+        try:
+            return [int(part) for part in text.replace(";", ",").split(",") if part.strip()]
+        except ValueError:
+            raise ValidationError("Enter whole numbers separated by commas.") from None
+
+
+def _param_form_field(kind: str, entry: dict[str, Any]) -> forms.Field:
+    """A form field rendering one declared parameter: label, unit, bounds and help text all
+    from the family's schema."""
+    help_text = entry["help"]
+    bounds = []
+    if "minimum" in entry:
+        bounds.append(f"{'>' if entry.get('exclusive_minimum') else '≥'} {entry['minimum']:g}")
+    if "maximum" in entry:
+        bounds.append(f"≤ {entry['maximum']:g}")
+    if bounds:
+        help_text += f" ({', '.join(bounds)})"
+    if entry.get("required"):
+        help_text += f"; required for {kind_label(kind)} devices"
+    elif entry.get("default") not in (None, []):
+        help_text += f"; default {entry['default']}"
+    common: dict[str, Any] = {"required": False, "label": entry["label"], "help_text": help_text}
+    if entry["type"] == "int":
+        return forms.IntegerField(**common)
+    if entry["type"] == "float":
+        return forms.FloatField(**common)
+    if entry["type"] == "bool":
+        return forms.NullBooleanField(**common)
+    if entry["type"] == "list":
+        return IntListField(**common)
+    if entry.get("choices"):
+        return forms.ChoiceField(choices=[("", "—")] + [(c, c) for c in entry["choices"]], **common)
+    return forms.CharField(**common)
+
+
+class DeviceAdminForm(forms.ModelForm):
+    """The device form with a field per parameter the device families declare (made from
+    their schemas, :func:`simulations.device_families.param_schema`): the chosen kind's
+    fields become ``params``, checked as the model checks them; a value typed into another
+    kind's field is an error, not silently dropped."""
+
+    class Meta:
+        model = Device
+        exclude = ("params",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        instance_kind = self.instance.kind if self.instance.pk is not None else None
+        kinds = [instance_kind] if instance_kind else device_kinds()
+        for kind in kinds:
+            for entry in param_schema(kind):
+                name = param_field_name(kind, entry["name"])
+                self.fields[name] = _param_form_field(kind, entry)
+                if kind == instance_kind and entry["name"] in (self.instance.params or {}):
+                    self.initial[name] = self.instance.params[entry["name"]]
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data  # what clean() returns, typed as such
+        kind = data.get("kind") or self.instance.kind
+        params: dict[str, Any] = {}
+        for name in self.fields:
+            if not name.startswith(PARAM_FIELD_PREFIX) or data.get(name) in (None, "", []):
+                continue
+            field_kind, param = name[len(PARAM_FIELD_PREFIX) :].split(":", 1)
+            if field_kind != kind:
+                self.add_error(name, f"{kind_label(kind)} devices do not take this parameter.")
+            else:
+                params[param] = data[name]
+        if not kind:
+            return data  # the kind field reports it
+        for key, message in params_errors(kind, params).items():
+            field = param_field_name(kind, key.removeprefix("params."))
+            self.add_error(field if field in self.fields else None, message)
+        self.instance.params = params
+        return data
+
+    def _update_errors(self, errors: ValidationError) -> None:
+        # the model's own check names ``params.<name>``: shown on that parameter's field
+        if hasattr(errors, "error_dict"):
+            kind = self.cleaned_data.get("kind") or self.instance.kind
+            remapped: dict[str, list[Any]] = {}
+            for key, messages in errors.error_dict.items():
+                if key == "params" or key.startswith("params."):
+                    field = param_field_name(kind, key.removeprefix("params."))
+                    if self.has_error(field):
+                        continue  # clean() reported it already
+                    key = field if field in self.fields else NON_FIELD_ERRORS
+                remapped.setdefault(key, []).extend(messages)
+            errors = ValidationError(remapped)
+        super()._update_errors(errors)  # type: ignore[misc]  # private in django-stubs
+
+
 @admin.register(Device)
 class DeviceAdmin(CatalogEditorAdmin):
     """Devices: datasheet facts with a source for every number."""
 
+    form = DeviceAdminForm
     inlines = [MemoryTierInline]
     list_display = (
         "slug",
@@ -118,29 +236,36 @@ class DeviceAdmin(CatalogEditorAdmin):
                 )
             },
         ),
-        (
-            "FPGA",
-            {
-                "classes": ("collapse",),
-                "fields": ("fpga_clock_mhz", "fpga_hbm_channels", "fpga_issue_cycles"),
-            },
-        ),
-        (
-            "NPU",
-            {
-                "classes": ("collapse",),
-                "fields": ("npu_array_rows", "npu_array_cols", "npu_static_shapes"),
-            },
-        ),
-        (
-            "CPU",
-            {
-                "classes": ("collapse",),
-                "fields": ("cpu_cores", "cpu_simd_width_bits", "cpu_clock_ghz"),
-            },
-        ),
         ("Sources and notes", {"fields": ("sources", "notes")}),
     )
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        """The fixed fieldsets, then one per device family that declares parameters (the
+        family's own on a device's page; every family's on the add page, only the chosen
+        kind's being kept)."""
+        fieldsets = list(super().get_fieldsets(request, obj))
+        kinds = [obj.kind] if obj is not None and obj.kind else device_kinds()
+        extra = []
+        for kind in kinds:
+            names = tuple(param_field_name(kind, p["name"]) for p in param_schema(kind))
+            if names:
+                classes = () if obj is not None else ("collapse",)
+                extra.append(
+                    (f"{kind_label(kind)} parameters", {"classes": classes, "fields": names})
+                )
+        return [*fieldsets[:-1], *extra, fieldsets[-1]]
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kw: Any
+    ) -> Any:
+        # the parameter fields are made by the form itself (per family): leave them out of
+        # the model form's field list
+        kw["fields"] = [
+            f
+            for f in flatten_fieldsets(self.get_fieldsets(request, obj))
+            if not f.startswith(PARAM_FIELD_PREFIX)
+        ]
+        return super().get_form(request, obj, change, **kw)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Device]:
         return super().get_queryset(request).prefetch_related("memory_tiers")
@@ -189,7 +314,8 @@ class HfImportForm(forms.Form):
     config_file = forms.FileField(required=False, label="config.json (upload)")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns, typed as such
         upload = data.get("config_file")
         if upload is not None:
             data["config"] = upload.read(1024 * 1024 + 1)
@@ -284,7 +410,8 @@ class TraceUploadForm(forms.ModelForm):
         return self.cleaned_data.get("visibility") or TraceVisibility.PRIVATE
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what clean() returns, typed as such
         upload = data.get("csv_file")
         if upload is None:
             if self.instance.pk is None:
@@ -345,7 +472,7 @@ class WorkloadForm(forms.ModelForm):
 
     def _post_clean(self) -> None:
         # The instance holds the form's values only after ModelForm._post_clean.
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # private in django-stubs
         if self.errors:
             return
         try:

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -340,7 +341,7 @@ def requeue_stale(
                 **running,
                 **{attempts_field: attempts},
             ).update(enqueued_at=now, worker="", **queued):
-                transaction.on_commit(lambda pk=pk: enqueue(pk))
+                transaction.on_commit(partial(enqueue, pk))
                 requeued.append(pk)
     return requeued
 
@@ -372,7 +373,7 @@ def resend_lost(
             if model._default_manager.filter(pk=pk, enqueued_at=enqueued_at, **queued).update(
                 enqueued_at=now
             ):
-                transaction.on_commit(lambda pk=pk: enqueue(pk))
+                transaction.on_commit(partial(enqueue, pk))
                 resent.append(pk)
     return resent
 

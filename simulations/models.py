@@ -40,6 +40,7 @@ from simulations.core import scenario as scenario_rules
 from simulations.core.errors import SpecError
 from simulations.core.provenance import calibration_from_dict
 from simulations.core.spec import MAX_QUANTITY
+from simulations.device_families import device_kind_choices, params_errors
 
 #: Largest model dimension (layers, hidden size, vocabulary, ...) the core accepts.
 MAX_MODEL_DIM = 10**7
@@ -182,12 +183,16 @@ class Device(CatalogItem):
     Peak compute is dense (no sparsity). Memory tiers are :class:`MemoryTier` rows, the
     first (``order`` 0) being the device's local memory. A host link and a peer link are
     stored as ``host_link_*`` and ``peer_link_*`` columns (absent when the kind is empty).
-    Kind-specific columns (``fpga_*``, ``npu_*``, ``cpu_*``) are empty where they do not
-    apply. ``parent`` is the SoC a component (a phone SoC's GPU, NPU or CPU) belongs to.
+    Kind-specific facts are ``params``, checked against what the kind's device family
+    declares (:mod:`simulations.device_families`). ``parent`` is the SoC a component (a
+    phone SoC's GPU, NPU or CPU) belongs to.
     Mirrors :class:`simulations.core.spec.DeviceSpec`.
     """
 
-    kind = models.CharField(max_length=16, choices=DeviceKind.choices, help_text="Device kind.")
+    # choices from the device-family registry (a callable: a new family, no migration)
+    kind = models.CharField(
+        max_length=16, choices=device_kind_choices, help_text="Device kind (its family)."
+    )
     vendor = models.CharField(max_length=100, help_text="Manufacturer (e.g. NVIDIA, AMD Xilinx).")
     parent = models.ForeignKey(
         "self",
@@ -251,29 +256,18 @@ class Device(CatalogItem):
         validators=[MinValueValidator(1), MaxValueValidator(256)],
         help_text="Lanes of the peer link (count).",
     )
-    # FPGA (instruction-driven accelerator such as FlightLLM).
-    fpga_clock_mhz = positive_float("FPGA kernel clock, MHz.")
-    fpga_hbm_channels = positive_int("HBM pseudo-channels the FPGA design uses (count).")
-    fpga_issue_cycles = positive_float("Instruction-issue overhead per instruction, cycles.")
-    # NPU (weight-stationary systolic array).
-    npu_array_rows = positive_int("Systolic array rows (processing elements).")
-    npu_array_cols = positive_int("Systolic array columns (processing elements).")
-    npu_static_shapes = models.JSONField(
-        default=list,
+    # Kind-specific facts (an FPGA's clock, an NPU's array, a CPU's cores …): the device
+    # family declares them, so a new family needs no column and no migration.
+    params = models.JSONField(
+        default=dict,
         blank=True,
-        help_text="Sequence lengths (tokens) the NPU's static graphs are compiled for.",
+        help_text="The kind-specific parameters the device's family declares: name → value "
+        "(names, units and bounds: the family's schema, e.g. GET /api/devices/kinds/).",
     )
-    # CPU.
-    cpu_cores = positive_int("Physical cores (count).")
-    cpu_simd_width_bits = positive_int("SIMD register width, bits (e.g. 512 for AVX-512).")
-    cpu_clock_ghz = positive_float("Base clock, GHz.")
 
     class Meta(CatalogItem.Meta):
         constraints = [
             models.UniqueConstraint(fields=["slug"], name="%(app_label)s_%(class)s_unique_slug"),
-            models.CheckConstraint(
-                condition=Q(kind__in=DeviceKind.values), name="%(app_label)s_%(class)s_kind_valid"
-            ),
             *(
                 bounded(f)
                 for f in (
@@ -285,19 +279,6 @@ class Device(CatalogItem):
                     "int4_tops",
                     "typical_w",
                     "price_usd",
-                    "fpga_clock_mhz",
-                    "fpga_issue_cycles",
-                    "cpu_clock_ghz",
-                )
-            ),
-            *(
-                bounded(f, maximum=MAX_MODEL_DIM)
-                for f in (
-                    "fpga_hbm_channels",
-                    "npu_array_rows",
-                    "npu_array_cols",
-                    "cpu_cores",
-                    "cpu_simd_width_bits",
                 )
             ),
             bounded("tdp_w", nullable=False),
@@ -331,12 +312,8 @@ class Device(CatalogItem):
                 errors["parent"] = "A device cannot be its own parent."
             elif self.parent is not None and self.parent.kind != DeviceKind.SOC:
                 errors["parent"] = "The parent must be a SoC."
-        shapes = self.npu_static_shapes
-        if not isinstance(shapes, list) or not all(
-            isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= MAX_MODEL_DIM
-            for s in shapes
-        ):
-            errors["npu_static_shapes"] = "Must be a list of positive integers (tokens)."
+        # the family's declaration decides the params (errors keyed ``params.<name>``)
+        errors.update(params_errors(self.kind, self.params))
         if errors:
             raise ValidationError(errors)
 
@@ -396,7 +373,9 @@ class RuntimeProfile(CatalogItem):
     """
 
     device_kind = models.CharField(
-        max_length=16, choices=DeviceKind.choices, help_text="Kind of device this stack runs on."
+        max_length=16,
+        choices=device_kind_choices,
+        help_text="Kind of device this stack runs on (a device family).",
     )
     weight_bits = models.PositiveSmallIntegerField(
         choices=[(b, f"{b}-bit") for b in PRECISION_BITS], help_text="Weight precision, bits."
@@ -468,10 +447,6 @@ class RuntimeProfile(CatalogItem):
                 fields=["device_kind"],
                 condition=Q(default_for_kind=True),
                 name="%(app_label)s_%(class)s_one_default_per_kind",
-            ),
-            models.CheckConstraint(
-                condition=Q(device_kind__in=DeviceKind.values),
-                name="%(app_label)s_%(class)s_kind_valid",
             ),
             models.CheckConstraint(
                 condition=Q(visibility__in=TraceVisibility.values),

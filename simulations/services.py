@@ -21,6 +21,7 @@ import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -711,7 +712,7 @@ def traces_reconcile(*, now: datetime | None = None, limit: int = 500) -> Reconc
     for pk, sent in lost.values_list("pk", "enqueued_at")[:limit]:
         with transaction.atomic():
             if Trace.objects.filter(pk=pk, enqueued_at=sent).update(enqueued_at=now):
-                transaction.on_commit(lambda pk=pk: _enqueue_trace_parse(pk))
+                transaction.on_commit(partial(_enqueue_trace_parse, pk))
                 report.resent.append(pk)
     return report
 
@@ -1087,7 +1088,7 @@ def runs_reconcile(*, now: datetime | None = None, limit: int = 500) -> Reconcil
         with transaction.atomic():
             if guard.update(status=RunStatus.QUEUED, enqueued_at=now, progress=0, worker=""):
                 _event(run_id, RunEventKind.REQUEUED, attempts, f"no heartbeat from {worker}")
-                transaction.on_commit(lambda run_id=run_id: _enqueue(run_id))
+                transaction.on_commit(partial(_enqueue, run_id))
                 report.requeued.append(run_id)
     report.resent = resend_lost(
         SimulationRun,

@@ -28,7 +28,7 @@ BACKEND_COLOURS = {"gpu": "#0072B2", "npu": "#E69F00", "gpu+npu": "#009E73"}
 
 def h2m2_footprint_figure(rows: Sequence[Mapping[str, Any]], title: str) -> go.Figure:
     """Stacked HBM footprint (GB) by sublayer per sequence length; rows from
-    :func:`frontend.analysis.h2m2_footprints`."""
+    ``H2M2Policy.figure_data("hbm-footprint", ...)`` (policies/h2m2/footprint.py)."""
     fig = new_figure(title, height=460)
     xs = [f"S{int(r['seq_len'])}" for r in rows]
     for key in ("qkv", "attn", "fc", "act"):

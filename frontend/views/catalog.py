@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.db.models import Q
+from django.db.models import Field, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -21,13 +21,15 @@ from frontend.forms import HfImportForm
 from frontend.views.common import catalog_editor_required, validation_messages
 from simulations import selectors, services
 from simulations.adapters import device_spec, model_spec, runtime_spec
-from simulations.choices import DeviceKind, TraceVisibility
+from simulations.choices import TraceVisibility
+from simulations.device_families import device_kind_choices, param_schema
 from simulations.models import Device, LLMModel, RuntimeProfile
 from simulations.permissions import can_edit_catalog
 
 logger = logging.getLogger(__name__)
 
-#: Device columns the detail page lists in this order (plus memory tiers and links).
+#: Device columns the detail page lists in this order (then the parameters its family
+#: declares, then the memory tiers).
 DEVICE_FIELDS = (
     "kind",
     "vendor",
@@ -51,15 +53,6 @@ DEVICE_FIELDS = (
     "peer_link_latency_us",
     "peer_link_pcie_gen",
     "peer_link_lanes",
-    "fpga_clock_mhz",
-    "fpga_hbm_channels",
-    "fpga_issue_cycles",
-    "npu_array_rows",
-    "npu_array_cols",
-    "npu_static_shapes",
-    "cpu_cores",
-    "cpu_simd_width_bits",
-    "cpu_clock_ghz",
 )
 
 
@@ -95,7 +88,7 @@ def split_help(text: str) -> tuple[str, str]:
 
 def _source_key_candidates(field: str) -> list[str]:
     keys = [field]
-    for prefix in ("host_link", "peer_link", "fpga", "npu", "cpu"):
+    for prefix in ("host_link", "peer_link"):
         if field.startswith(prefix + "_"):
             keys.append(f"{prefix}.{field[len(prefix) + 1 :]}")
     return keys
@@ -107,7 +100,8 @@ def device_list(request: HttpRequest) -> HttpResponse:
     vendor = request.GET.get("vendor", "")
     q = request.GET.get("q", "").strip()[:100]
     devices = selectors.device_list()
-    if kind in DeviceKind.values:
+    kinds = device_kind_choices()
+    if kind in dict(kinds):
         devices = devices.filter(kind=kind)
     if vendor:
         devices = devices.filter(vendor=vendor)
@@ -119,7 +113,7 @@ def device_list(request: HttpRequest) -> HttpResponse:
         "frontend/catalog/device_list.html",
         {
             "devices": list(devices),
-            "kinds": DeviceKind.choices,
+            "kinds": kinds,
             "vendors": list(vendors),
             "kind": kind,
             "vendor": vendor,
@@ -139,7 +133,7 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
     used: set[str] = set()
     rows: list[dict[str, Any]] = []
     for name in DEVICE_FIELDS:
-        f = Device._meta.get_field(name)
+        f = cast("Field[Any, Any]", Device._meta.get_field(name))
         value = getattr(device, name)
         if value in (None, "", []):
             continue
@@ -157,6 +151,25 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 "value": display,
                 "help": f.help_text,
                 "source": source,
+            }
+        )
+    params = device.params or {}
+    for entry in param_schema(device.kind):
+        # label, unit and help text from the family's declaration (no per-kind list here)
+        name = entry["name"]
+        if params.get(name) in (None, "", []):
+            continue
+        value = params[name]
+        key = f"params.{name}"
+        if key in sources:
+            used.add(key)
+        rows.append(
+            {
+                "field": f"params-{name}",
+                "label": entry["label"],
+                "value": ", ".join(map(str, value)) if isinstance(value, list) else value,
+                "help": entry["help"] + (f", {entry['unit']}" if entry.get("unit") else ""),
+                "source": sources.get(key, ""),
             }
         )
     tiers = []
@@ -229,7 +242,7 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
     model = get_object_or_404(LLMModel, slug=slug)
     facts = analysis.model_facts(model_spec(model))
     fields = [
-        (f, LLMModel._meta.get_field(f))
+        (f, cast("Field[Any, Any]", LLMModel._meta.get_field(f)))
         for f in (
             "n_layers",
             "hidden_size",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -39,11 +40,48 @@ from frontend.provenance import result_provenance
 from frontend.views.common import int_or_404, page_number
 from simulations import selectors, services
 from simulations.choices import ACTIVE_STATUSES, RunStatus
-from simulations.core.errors import ScenarioValidationError
+from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
+from simulations.core.policies import Policy, PolicyFigure, get_policy
 from simulations.models import Scenario, SimulationRun
 
-#: Heavier figures a run page loads after the page itself (they call the core).
-LAZY_FIGURES = ("roofline", "h2m2")
+#: Heavier figures a run page loads after the page itself (they call the core): the
+#: roofline for every run, then the figures the scenario's policies declare
+#: (``Policy.figures``), drawn by these functions.
+COMMON_LAZY_FIGURES = ("roofline",)
+POLICY_FIGURES = {"hbm-footprint": h2m2_footprint_figure}
+
+
+def _policy(name: Any) -> type[Policy] | None:
+    """The registered policy ``name`` (None for a name no longer registered: a stored
+    result outlives the code that made it)."""
+    try:
+        return get_policy(str(name))
+    except UnknownPolicyError:
+        return None
+
+
+def _blocks(system: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The policy-specific blocks of a system's result entry, as its policy declares them
+    (``Policy.result_blocks``), in that order."""
+    policy = _policy(system.get("policy"))
+    names = policy.result_blocks if policy is not None else Policy.result_blocks
+    return [system[n] for n in names if isinstance(system.get(n), dict)]
+
+
+def _placement(system: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The block of a system's entry that holds a per-kernel ``placement``, if any."""
+    return next((b for b in _blocks(system) if b.get("placement")), None)
+
+
+def _policy_figures(policies: Iterable[Any]) -> list[str]:
+    """The figures the given policies declare, drawable here, each once, in order."""
+    out: list[str] = []
+    for name in policies:
+        policy = _policy(name)
+        for fig in policy.figures if policy is not None else ():
+            if fig in POLICY_FIGURES and fig not in out:
+                out.append(fig)
+    return out
 
 
 def _run_or_404(request: HttpRequest, pk: Any, *, defer_result: bool = False) -> SimulationRun:
@@ -73,7 +111,7 @@ def submit_run(request: HttpRequest, scenario: Scenario) -> SimulationRun | None
     limit = int(getattr(settings, "HETPLANNER_MAX_ACTIVE_RUNS_PER_USER", 20))
     with transaction.atomic():
         active = SimulationRun.objects.filter(
-            owner=request.user, status__in=ACTIVE_STATUSES
+            owner_id=request.user.pk, status__in=ACTIVE_STATUSES
         ).count()
         if active >= limit:
             messages.error(
@@ -206,11 +244,7 @@ def _with_timeline(systems: list[Any]) -> list[int]:
 
 
 def _with_placement(systems: list[Any]) -> list[int]:
-    return [
-        i
-        for i, s in enumerate(systems)
-        if isinstance(s.get("heterollm"), dict) and s["heterollm"].get("placement")
-    ]
+    return [i for i, s in enumerate(systems) if _placement(s) is not None]
 
 
 def _comparison(
@@ -222,7 +256,6 @@ def _comparison(
     selected = _selected(request, "timeline", with_timeline)
     with_placement = _with_placement(systems)
     shown = _selected(request, "placement", with_placement)
-    h2m2 = any(s.get("policy") == "h2m2" for s in systems)
     query = urlencode({"baseline": baseline, "timeline": selected, "placement": shown})
     return {
         "charts": COMPARISON_CHARTS,
@@ -235,13 +268,15 @@ def _comparison(
         "placement_selected": shown,
         "summary": results.summary_rows(systems, baseline),
         "provenance": result_provenance(systems),
-        "lazy_figures": [f for f in LAZY_FIGURES if f != "h2m2" or h2m2],
+        "lazy_figures": [
+            *COMMON_LAZY_FIGURES,
+            *_policy_figures(s.get("policy") for s in systems),
+        ],
         "notes": [
             (s.get("name", ""), note)
             for s in systems
-            for block in ("heterollm", "h2m2", "scheduler")
-            if isinstance(s.get(block), dict)
-            and (note := s[block].get("notes") or s[block].get("note"))
+            for block in _blocks(s)
+            if (note := block.get("notes") or block.get("note"))
         ],
     }
 
@@ -264,13 +299,13 @@ def _charts_json(
         built.append(chart("timeline", timeline_figure(systems[selected])))
     shown = _selected(request, "placement", _with_placement(systems))
     if shown >= 0:
-        block = systems[shown]["heterollm"]
+        block = _placement(systems[shown]) or {}
         built.append(
             chart(
                 "placement",
                 heterollm_placement_figure(
                     block["placement"],
-                    f"HeteroLLM per-kernel backend placement — "
+                    f"Per-kernel backend placement — "
                     f"{esc(systems[shown].get('name', ''))} (mode {block.get('mode', '?')}, "
                     f"prompt of {block.get('representative_prompt_tokens', '?')} tokens)",
                 ),
@@ -340,7 +375,9 @@ def run_figure(request: HttpRequest, pk: int, name: str) -> HttpResponse:
     Cached per run and catalog version: the figure evaluates the current catalog's device
     models at the run's scenario, so a catalog edit gives a new figure."""
     run = _run_or_404(request, pk, defer_result=True)
-    if run.status != RunStatus.SUCCEEDED or name not in LAZY_FIGURES:
+    if run.status != RunStatus.SUCCEEDED or (
+        name not in COMMON_LAZY_FIGURES and name not in POLICY_FIGURES
+    ):
         raise Http404("no such figure")
     key = _view_cache_key(f"run-figure-{name}", run, request, selectors.catalog_version())
     body = _cache_get(key)
@@ -370,22 +407,23 @@ def _figure_payload(spec: Any, name: str) -> dict[str, Any]:
             f"{output} output tokens, batch 1 · datasheet roof solid, stack roof dotted",
         )
         return {"figure": figure_dict(fig), "notes": notes}
-    rows: list[dict[str, Any]] = []
-    notes = []
-    title = "H2M2 HBM footprint by sublayer"
+    # a policy's own figure: the first system of a policy declaring it that has rows
+    prompt, output = analysis.representative_lengths(spec)
+    shown: PolicyFigure | None = None
+    fig_notes: list[str] = []
     for system in spec.systems:
-        if system.policy != "h2m2":
+        policy = _policy(system.policy)
+        if policy is None or name not in policy.figures:
             continue
-        sys_rows, note = analysis.h2m2_footprints(system, spec)
-        if sys_rows and not rows:
-            rows = sys_rows
-            title = f"H2M2 HBM footprint by sublayer — {esc(system.name)}"
-        if note:
-            notes.append(f"{system.name}: {note}")
-    if not rows:
-        return {"figure": None, "notes": notes}
-    fig = h2m2_footprint_figure(rows, f"{title} (batch {rows[0]['batch']}, as H2M2 Fig. 14)")
-    return {"figure": figure_dict(fig), "notes": notes}
+        data = policy.figure_data(name, system, spec, prompt, output)
+        if data.rows and shown is None:
+            shown = data
+        if data.note:
+            fig_notes.append(f"{system.name}: {data.note}")
+    if shown is None:
+        return {"figure": None, "notes": fig_notes}
+    fig = POLICY_FIGURES[name](shown.rows, esc(shown.title))
+    return {"figure": figure_dict(fig), "notes": fig_notes}
 
 
 @login_required

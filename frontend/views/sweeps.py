@@ -91,11 +91,12 @@ def load_series(
 def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A sweep's progress, results and charts (partial while it runs)."""
     sweep = _sweep_or_404(request, pk)
-    rows = list(
-        sweep_selectors.sweep_results(sweep)
+    rows = [
+        (index, parameters, result or {})  # a succeeded configuration always has its result
+        for index, parameters, result in sweep_selectors.sweep_results(sweep)
         .filter(status=ConfigurationStatus.SUCCEEDED)
         .values_list("index", "parameters", "result")
-    )
+    ]
     failed = list(
         sweep_selectors.sweep_results(sweep)
         .filter(status=ConfigurationStatus.FAILED)

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from frontend import validation
 from frontend.charts import chart
 from frontend.charts.validation import validation_figure
-from simulations.core.reproduce.base import PAPERS
+from simulations.core.policies import papers as registered_papers
 
 
 @login_required
@@ -41,7 +41,7 @@ def validation_page(request: HttpRequest) -> HttpResponse:
 @require_POST
 def validation_recompute(request: HttpRequest, paper: str) -> HttpResponse:
     """Queue a recomputation of one paper's report (staff only: it occupies a worker)."""
-    if paper not in PAPERS:
+    if paper not in {p.name for p in registered_papers()}:
         raise Http404("no such paper")
     if not request.user.is_staff:
         messages.error(request, "Only staff can recompute the validation reports.")

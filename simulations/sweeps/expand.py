@@ -148,7 +148,7 @@ def parse_axes(raw: Any) -> list[Axis]:
             if (problem := _json_value_problem(value)) is not None:
                 errors.setdefault(f"{where}.values[{j}]", []).append(problem)
         if tokens and not errors:
-            axes.append(Axis(name=name, path=path, tokens=tokens, values=tuple(values)))
+            axes.append(Axis(name=name, path=str(path), tokens=tokens, values=tuple(values)))
     if errors:
         raise SweepValidationError(errors)
     return axes

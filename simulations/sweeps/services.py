@@ -138,8 +138,10 @@ def sweep_validate(template: Any, axes_raw: Any, *, user: Any = None) -> tuple[l
         _document_size_check(template)
     except ScenarioValidationError as exc:
         raise SweepValidationError(
-            {f"template.{k}" if k != scenario_rules.ROOT else "template": v}
-            for k, v in exc.errors.items()
+            {
+                (f"template.{k}" if k != scenario_rules.ROOT else "template"): v
+                for k, v in exc.errors.items()
+            }
         ) from exc
     problems = json_fields.storable_problems(axes_raw, "axes")
     if problems:
@@ -450,8 +452,8 @@ def sweep_finalise(sweep_id: int) -> bool:
     sweep = Sweep.objects.filter(pk=sweep_id).first()
     if sweep is None or sweep.is_final or sweep.recorded < sweep.total:
         return False
-    rows = [
-        (index, parameters, result)
+    rows: list[tuple[int, dict[str, Any], dict[str, Any]]] = [
+        (index, parameters, result or {})  # a succeeded configuration always has its result
         for index, parameters, result in SweepResult.objects.filter(
             sweep_id=sweep_id, status=ConfigurationStatus.SUCCEEDED
         )

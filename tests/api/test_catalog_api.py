@@ -90,7 +90,7 @@ def test_catalog_writes_are_for_staff_and_round_trip(
         ({"kind": "toaster"}, "kind"),
         ({"slug": "Bad Slug"}, "slug"),
         ({"slug": "a100-80gb"}, "slug"),
-        ({"npu_static_shapes": [0]}, "npu_static_shapes"),
+        ({"params": {"cores": 8}}, "params.cores"),
         ({"parent": "no-such-soc"}, "parent"),
         ({"sources": {"tdp_w": ""}}, "sources"),
     ],

@@ -54,6 +54,22 @@ def test_a_device_page_lists_every_figure_with_its_source(client: Any, seeded: A
     assert device.sources["memory[0].bw_gbps"][:30].replace("'", "&#x27;") in tier
 
 
+def test_a_device_page_lists_its_familys_params_with_label_unit_and_source(
+    client: Any, seeded: Any
+) -> None:
+    html = client.get("/catalog/devices/hexagon-npu/").content.decode()
+    rows = {
+        name: html.split(f'id="spec-params-{name}"', 1)[1].split("</tr>", 1)[0]
+        for name in ("array_rows", "array_cols", "static_shapes")
+    }
+    assert "Array rows" in rows["array_rows"]
+    assert "systolic array rows" in rows["array_rows"]  # the family's help text
+    assert "tokens" in rows["static_shapes"]  # its unit
+    html = client.get("/catalog/devices/u280/").content.decode()
+    clock = html.split('id="spec-params-clock_mhz"', 1)[1].split("</tr>", 1)[0]
+    assert "Clock (MHz)" in clock and "GLITCHES §V.A" in clock
+
+
 def test_a_device_page_draws_its_roofline_per_runtime(client: Any, seeded: Any) -> None:
     figs = figures(client.get("/catalog/devices/a100-80gb/").content.decode())
     names = [t["name"] for t in figs["roofline"]["data"]]

@@ -13,6 +13,7 @@ from frontend.charts.papers import heterollm_placement_figure
 from frontend.charts.sweep import pareto_front
 from frontend.charts.timeline import MAX_INTERVALS, timeline_figure
 from simulations.core.catalog import builtin_catalog
+from simulations.core.policies import get_policy
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
 
@@ -61,8 +62,13 @@ def test_the_gantt_chart_caps_the_intervals_it_draws() -> None:
 def test_the_h2m2_footprint_breaks_the_hbm_down_by_sublayer() -> None:
     spec = parse_scenario(json.loads(H2M2_EXAMPLE.read_text()), builtin_catalog())
     h2m2 = next(s for s in spec.systems if s.options["mapping"] == "h2m2")
-    rows, note = analysis.h2m2_footprints(h2m2, spec)
+    policy = get_policy(h2m2.policy)
+    assert "hbm-footprint" in policy.figures
+    lengths = analysis.representative_lengths(spec)
+    data = policy.figure_data("hbm-footprint", h2m2, spec, *lengths)
+    rows, note = data.rows, data.note
     assert note is None and len(rows) >= 2
+    assert data.title.endswith("as H2M2 Fig. 14)")
     for r in rows:
         assert r["hbm_total_gb"] == pytest.approx(sum(r["hbm_gb"].values()))
         assert r["hbm_total_gb"] <= r["hbm_capacity_gb"]  # the mapping fits the HBM
@@ -71,7 +77,8 @@ def test_the_h2m2_footprint_breaks_the_hbm_down_by_sublayer() -> None:
     fc = [r["hbm_gb"]["fc"] for r in rows]
     assert attn == sorted(attn) and fc == sorted(fc, reverse=True)
     baseline = next(s for s in spec.systems if s.options["mapping"] == "lpddr-only")
-    assert analysis.h2m2_footprints(baseline, spec)[0] == []
+    data = policy.figure_data("hbm-footprint", baseline, spec, *lengths)
+    assert data.rows == [] and data.note
 
 
 def test_the_heterollm_placement_chart_holds_every_kernel_of_both_passes() -> None:
@@ -92,3 +99,17 @@ def test_model_facts_count_llama2_7b_parameters() -> None:
     facts = analysis.model_facts(builtin_catalog().model("llama2-7b"))
     assert facts.parameters == 6_738_415_616  # meta-llama/Llama-2-7b-hf
     assert facts.kv_bytes_per_token_fp16 == 2 * 32 * 32 * 128 * 2
+
+
+def test_a_new_familys_device_gets_the_roofs_of_its_runtime_profiles() -> None:
+    from dataclasses import replace
+
+    from tests.core.toy import device_family as toy
+
+    with toy.registered():
+        cat = toy.catalog()
+        device = replace(cat.devices["toy-accel-1"], fp16_tflops=100.0)
+        # a kind equal to the device's but not the same string object (a new family's kind
+        # is a plain string, compared by value)
+        runtime = replace(cat.runtimes["toy-fp16"], device_kind="".join(["toy-", "accel"]))
+        assert len(analysis.device_roofs(device, [runtime])) == 1

@@ -27,7 +27,6 @@ def device_form(**overrides: Any) -> dict[str, Any]:
         "idle_w": "16",
         "sources": json.dumps({"tdp_w": "NVIDIA L4 datasheet", "idle_w": "assumed"}),
         "notes": "",
-        "npu_static_shapes": "[]",
         "memory_tiers-TOTAL_FORMS": "1",
         "memory_tiers-INITIAL_FORMS": "0",
         "memory_tiers-MIN_NUM_FORMS": "0",
@@ -193,3 +192,34 @@ def test_a_scenario_saved_in_the_admin_protects_its_trace(
     assert list(TraceReference.objects.values_list("trace__slug", "scenario_id")) == [
         ("mini", scenario.pk)
     ]
+
+
+def test_a_devices_page_renders_its_familys_params_from_the_schema(
+    admin_client: Any, builtin_catalog_rows: Any
+) -> None:
+    device = Device.objects.get(slug="u280")
+    page = admin_client.get(f"/admin/simulations/device/{device.pk}/change/")
+    form = page.context["adminform"].form
+    clock = form.fields["param:fpga:clock_mhz"]
+    assert clock.label == "Clock (MHz)" and "design clock" in clock.help_text
+    assert form["param:fpga:clock_mhz"].value() == 225
+    assert not any(name.startswith("param:npu:") for name in form.fields)  # its family only
+    assert b"FPGA parameters" in page.content
+
+
+def test_staff_add_an_fpga_with_its_params_and_bad_ones_are_named(admin_client: Any) -> None:
+    fpga = device_form(slug="my-fpga", kind="fpga", **{"param:fpga:clock_mhz": "300"})
+    response = admin_client.post("/admin/simulations/device/add/", fpga)
+    assert response.status_code == 302, form_errors(response)
+    assert Device.objects.get(slug="my-fpga").params == {"clock_mhz": 300.0}
+    for field, data in (
+        ("param:fpga:clock_mhz", {"param:fpga:clock_mhz": "-3"}),
+        ("param:fpga:clock_mhz", {}),  # required for FPGAs
+        ("param:cpu:cores", {"param:fpga:clock_mhz": "300", "param:cpu:cores": "8"}),
+    ):
+        response = admin_client.post(
+            "/admin/simulations/device/add/", device_form(slug="bad-fpga", kind="fpga", **data)
+        )
+        assert response.status_code == 200
+        assert field in form_errors(response), form_errors(response)
+    assert not Device.objects.filter(slug="bad-fpga").exists()

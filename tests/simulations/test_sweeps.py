@@ -100,6 +100,13 @@ def test_an_axis_path_must_fit_the_template() -> None:
         check_template_paths(TEMPLATE, scalar)
 
 
+def test_a_template_with_a_nul_character_is_refused_by_its_path() -> None:
+    # the template's errors became a generator of one-entry dicts: an AttributeError (500)
+    with pytest.raises(SweepValidationError) as exc:
+        services.sweep_validate({**TEMPLATE, "name": "a\x00b"}, AXES)
+    assert "template.name" in exc.value.errors, exc.value.errors
+
+
 @pytest.mark.django_db
 def test_the_reconciler_requeues_stale_chunks_and_resends_lost_messages(
     user: Any, builtin_catalog_rows: Any, settings: Any, monkeypatch: pytest.MonkeyPatch

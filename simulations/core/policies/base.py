@@ -33,6 +33,16 @@ from simulations.core.screening import (
 from simulations.core.spec import LinkSpec, ModelSpec, SloSpec, SystemSpec, WorkloadSpec
 
 
+@dataclass(frozen=True)
+class PolicyFigure:
+    """Data of one of a policy's own figures (:meth:`Policy.figure_data`) for one system:
+    the rows the pages draw under ``title``, or none and a ``note`` saying why."""
+
+    rows: list[dict[str, Any]]
+    title: str = ""
+    note: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class RoleSpec:
     """A device role a policy understands (``""`` is the role of a policy without roles)."""
@@ -107,6 +117,25 @@ class Policy(ABC):
         }
 
     # --- the capacity planner's screen (simulations.core.planner.screen) ---------------------
+
+    #: Keys of the blocks this policy adds to a system's result entry beyond the common
+    #: metrics (every engine policy's entry has ``scheduler``, from
+    #: :func:`~simulations.core.metrics.system_result`), in the order the pages show them: a
+    #: block's ``notes`` (or ``note``) is shown with the result, and a block's ``placement``
+    #: (per-kernel backend rows) is drawn as a placement figure.
+    result_blocks: ClassVar[tuple[str, ...]] = ("scheduler",)
+    #: Figures of its own the policy can give for a system of a scenario, by name; the data
+    #: come from :meth:`figure_data`, and the pages know how to draw each name.
+    figures: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def figure_data(
+        cls, name: str, system: Any, scenario: Any, prompt: int, output: int
+    ) -> PolicyFigure:
+        """The data of figure ``name`` (one of :attr:`figures`) for ``system`` of the parsed
+        ``scenario``, at a representative ``prompt`` and ``output`` length (tokens);
+        KeyError for a figure the policy does not declare."""
+        raise KeyError(f"{cls.name!r} has no figure {name!r}")
 
     #: Why the capacity planner cannot search this policy, shown at the plan's path when a
     #: policy without a screen is listed (policies with a screen leave it empty).

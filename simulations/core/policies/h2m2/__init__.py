@@ -27,6 +27,7 @@ from simulations.core.metrics import request_latencies
 from simulations.core.policies.base import (
     OptionSpec,
     Policy,
+    PolicyFigure,
     ProgressFn,
     RoleSpec,
     register,
@@ -37,6 +38,7 @@ from simulations.core.spec import ModelSpec, SloSpec, SystemSpec, WorkloadSpec
 
 from . import screen
 from .energy import memory_energy_j
+from .footprint import hbm_footprints
 from .mapping import SYSTEMS, flexgen_lp_mapping, run_system
 
 PAPER = register_paper("h2m2", "H2M2 — asymmetric HBM + LPDDR memory", __name__)
@@ -189,6 +191,8 @@ class H2M2Policy(Policy):
     """
 
     name = "h2m2"
+    result_blocks = ("h2m2",)
+    figures = ("hbm-footprint",)
     summary = "H2M2 asymmetric HBM+LPDDR memory with head-aware kernel-memory mapping"
     roles = (
         RoleSpec(
@@ -241,6 +245,22 @@ class H2M2Policy(Policy):
                 "a plan cannot price it"
             )
         return None
+
+    @classmethod
+    def figure_data(
+        cls, name: str, system: Any, scenario: Any, prompt: int, output: int
+    ) -> PolicyFigure:
+        """``hbm-footprint``: the HBM footprint of the system's mapping by sublayer across
+        the sequence lengths of a representative request (Fig. 14), see
+        :func:`.footprint.hbm_footprints`."""
+        if name != "hbm-footprint":
+            return super().figure_data(name, system, scenario, prompt, output)
+        options = cls.resolve_options(system.options)
+        rows, note = hbm_footprints(system, scenario, options, prompt, output)
+        title = "H2M2 HBM footprint by sublayer"
+        if rows:
+            title += f" — {system.name} (batch {rows[0]['batch']}, as H2M2 Fig. 14)"
+        return PolicyFigure(rows, title, note)
 
     def run(
         self,

@@ -156,6 +156,7 @@ class HeteroLLMPolicy(Policy):
     """
 
     name: ClassVar[str] = "heterollm"
+    result_blocks: ClassVar[tuple[str, ...]] = ("heterollm", "scheduler")
     summary: ClassVar[str] = (
         "HeteroLLM: phone SoC GPU + NPU with layer- and tensor-level partitioning"
     )
