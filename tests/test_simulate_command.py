@@ -183,7 +183,7 @@ def test_json_with_costs_and_capacity_gives_tco_and_max_load_consistent_by_arith
         best = entry["max_load_rps_at_slo"]
         assert best is not None and 0 < best <= entry["capacity"]["saturation_rps"]
         assert isinstance(entry["overloaded"], bool)
-        assert entry["overloaded"] is (0.65 > entry["capacity"]["saturation_rps"])
+        assert entry["overloaded"] is (entry["capacity"]["saturation_rps"] < 0.65)
 
 
 def test_table_with_costs_and_capacity_shows_tco_and_max_load_rows(
