@@ -23,7 +23,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
-from frontend import analysis, results
+from frontend import analysis, costs, results
 from frontend.charts import chart, figure_dict
 from frontend.charts.base import esc
 from frontend.charts.comparison import (
@@ -268,6 +268,8 @@ def _comparison(
         "placement_selected": shown,
         "summary": results.summary_rows(systems, baseline),
         "provenance": result_provenance(systems),
+        "tco": costs.tco_rows(systems),
+        "capacity": costs.capacity_rows(systems),
         "lazy_figures": [
             *COMMON_LAZY_FIGURES,
             *_policy_figures(s.get("policy") for s in systems),
