@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET, require_POST
 from frontend import analysis, costs, results
 from frontend.charts import chart, figure_dict
 from frontend.charts.base import esc
+from frontend.charts.capacity import capacity_figure
 from frontend.charts.comparison import (
     efficiency_figure,
     energy_figure,
@@ -296,6 +297,8 @@ def _charts_json(
         chart("utilisation", utilisation_figure(systems)),
         chart("energy", energy_figure(systems)),
     ]
+    if costs.capacity_rows(systems):
+        built.append(chart("capacity-chart", capacity_figure(systems, slo)))
     selected = _selected(request, "timeline", _with_timeline(systems))
     if selected >= 0:
         built.append(chart("timeline", timeline_figure(systems[selected])))

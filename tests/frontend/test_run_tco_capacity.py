@@ -11,6 +11,7 @@ import pytest
 from frontend.templatetags.frontend_tags import num
 from simulations.models import SimulationRun
 from tests.frontend.conftest import glitches_document, store_succeeded_run
+from tests.frontend.test_run_pages import run_figures
 
 pytestmark = pytest.mark.django_db
 
@@ -58,6 +59,12 @@ def test_the_run_page_shows_each_systems_tco_and_max_load(
         )
         cap = _row(page, "capacity", s["name"])
         assert ("Overloaded" in cap) is bool(s["overloaded"])
+    # The capacity chart: one line per system and panel, through the bisection runs.
+    charts = run_figures(alice_client, f"/runs/{run.pk}/")
+    lines = charts["capacity-chart"]["data"]
+    assert len(lines) == 3 * len(run.result["systems"])
+    first = run.result["systems"][0]["capacity"]["runs"]
+    assert sorted(lines[0]["x"]) == sorted(r["rate_rps"] for r in first)
     # 5 requests/s is far beyond either system: both flagged.
     assert all(s["overloaded"] for s in run.result["systems"])
 
@@ -80,3 +87,4 @@ def test_a_run_without_costs_or_capacity_shows_neither_table(
 ) -> None:
     page = alice_client.get(f"/runs/{glitches_run.pk}/").content.decode()
     assert 'id="tco"' not in page and 'id="capacity"' not in page
+    assert "capacity-chart" not in run_figures(alice_client, f"/runs/{glitches_run.pk}/")
