@@ -1,5 +1,5 @@
 """Cost of the capacity search (issue 22, "Capacity"): the example
-``tco-capacity-glitches-vs-a100.json`` simulated with and without its ``capacity`` block.
+``tco-capacity-glitches-vs-a100.json`` simulated with its ``capacity`` block.
 
 Each system's search is ``2 + steps`` engine runs on ``capacity.requests`` requests
 (here 100 requests, 6 steps: 8 runs per system), so the extra time is bounded by the
