@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from typing import Any
 
 import numpy as np
@@ -11,8 +13,25 @@ from .errors import SpecError
 from .policies import get_policy
 from .policies.base import ProgressFn
 from .provenance import annotate_result
-from .spec import ScenarioSpec
+from .spec import ScenarioSpec, SystemSpec
 from .tco import tco_fields
+
+
+def _system_key(system: SystemSpec) -> str:
+    """What decides a system's result besides the scenario: its policy, its placements
+    (device, count, role, runtime, quoted price) and its options — not its name."""
+    return json.dumps(
+        {
+            "policy": system.policy,
+            "devices": [
+                [p.device.slug, p.count, p.role, p.runtime.slug, p.quoted_price_usd]
+                for p in system.devices
+            ],
+            "options": system.options,
+        },
+        sort_keys=True,
+        default=repr,
+    )
 
 
 def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> dict[str, Any]:
@@ -28,14 +47,28 @@ def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> d
     Each device entry of each system carries its profile's provenance
     (:func:`~.provenance.annotate_result`). With the scenario's ``costs``, each system
     gains its total cost of ownership (:func:`~.tco.tco_fields`); with ``capacity``, its
-    highest load within the SLO (:func:`~.capacity.system_capacity`).
+    highest load within the SLO (:func:`~.capacity.system_capacity`). A system identical
+    to an earlier one but for its name (same policy, placements and options) is not
+    simulated again: its result is the earlier one's under its own name (unless its policy
+    ``uses_rng``), its TCO and capacity included.
     """
     from . import policies as _policies  # noqa: F401  (fills the registry)
 
     classes = [get_policy(s.policy) for s in scenario.systems]
     n = len(scenario.systems)
     results = []
+    done: dict[str, dict[str, Any]] = {}
     for i, (system, cls) in enumerate(zip(scenario.systems, classes, strict=True)):
+        key = _system_key(system) if not cls.uses_rng else None
+        if key is not None and key in done:
+            # The same policy, devices and options see the same requests: the same result
+            # (policies that draw from their generator opt out with ``uses_rng``).
+            result = copy.deepcopy(done[key])
+            result["name"] = system.name
+            results.append(result)
+            if progress is not None:
+                progress((i + 1) / n)
+            continue
         rng = np.random.default_rng([scenario.workload.seed, i])
 
         def sub_progress(frac: float, i: int = i) -> None:
@@ -67,6 +100,8 @@ def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> d
                     scenario.capacity,
                 )
             )
+        if key is not None:
+            done[key] = copy.deepcopy(result)
         results.append(result)
     if progress is not None:
         progress(1.0)
