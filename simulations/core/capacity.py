@@ -17,6 +17,14 @@ are exactly ``2 + capacity.steps`` runs per system:
    passed, the lowest failing rate above it failed, ``saturation_rps / 2**steps`` apart.
    No passing rate at all gives ``null`` and a ``reason``.
 
+Limitation: ``saturation_rps`` is the completion rate of ``requests`` requests queued at
+once, so the drain of the last batch counts in it. For batch-1 systems that is small; for a
+continuous-batching system whose batch holds a large share of the requests it
+underestimates what the system serves in a steady state (and so may flag ``overloaded``
+and cap ``max_load_rps_at_slo`` too early). Choose ``capacity.requests`` well above the
+system's batch size (the default, 200, is above the examples' batch-1 systems; raise it
+for ``max_batch`` 256).
+
 ``overloaded``: the scenario's offered load (its Poisson rate, or its requests over the
 trace's arrival window) exceeds ``saturation_rps`` — queues grow without bound and the
 measured throughput only reflects the finite request count. ``null`` for closed arrivals,
