@@ -335,3 +335,32 @@ def test_it_rejects_a_footprint_larger_than_hbm_plus_lpddr_under_hierarchical():
         run_system(s, HW, big, "hierarchical")
     assert err.value.field == "model"
     assert run_system(s, HW, streamed, "hierarchical").extra["hit_fraction"] == 0.0
+
+
+def test_llama2_attention_reads_each_kv_head_once_per_group_and_runs_mv_passes_per_query_head():
+    """Issue 23, hypothesis 3 (K/V reads per MV pass). Table 2's MV unit is 32 lanes of
+    128-element dot products: a pass scores one query head against 32 cached keys of
+    ``head_dim`` = 128, so the passes count every query head (64 for Llama2-70B). The K/V rows
+    a pass reads come from the core's scratchpad (Table 2: 16 MB × 2 per core), which holds
+    one request's KV head (K and V over the longest evaluated sequence, 1 MiB) many times
+    over, so the group's 8 query heads reuse it there and DRAM serves the KV cache once per
+    step — §5.2.3: GQA lets "multiple heads ... share the KV cache" and scales "the size of
+    KV cache in attention" by 1/group. Re-reading it per query head is not what the text
+    describes."""
+    s = shapes("llama2-70b")
+    point = Point(128, 4096.0)
+    attn = MappingTables(s, HW, point).kernels["attn"][0]
+    N = s.units
+    kv_cache_layer = point.kv_tokens * s.kv_bytes_per_token_layer()
+    # all heads on one side: that side's memory serves the layer's KV cache exactly once
+    assert attn.bytes_hbm[N] == pytest.approx(kv_cache_layer)
+    assert attn.bytes_lpddr[0] == pytest.approx(kv_cache_layer)
+    # one KV head of one request (K and V, longest sequence) fits a core's scratchpad
+    assert 2 * 4096 * s.head_dim * s.kv_bytes <= HW.hbm.accel.spm_bytes_per_core / 16
+    # MV passes scale with query heads, not KV heads: compute-bound (no bytes), 64 query
+    # heads take 8x the MV time of 8
+    side = HW.hbm
+    lat = float(side.latency_s)
+    t64 = float(side.attention_s(64, 0.0, point.kv_tokens, s.head_dim)) - lat
+    t8 = float(side.attention_s(8, 0.0, point.kv_tokens, s.head_dim)) - lat
+    assert t64 == pytest.approx(8 * t8, rel=1e-6)

@@ -130,3 +130,17 @@ def test_synthetic_grids_keep_requests_within_the_testbeds_longest() -> None:
             rs = runner._synthetic(l_in, o, 200)
             assert int(np.max(rs.input_tokens + rs.output_tokens)) <= runner.T4_MAX_LEN
     assert runner.synth_grid("a10g") == [(i, runner.SYNTH_OUTPUTS) for i in runner.SYNTH_INPUTS]
+
+
+@pytest.mark.parametrize("variant", ["neo", "fastdecode+"])
+def test_an_offline_run_stopped_at_its_window_gives_the_whole_runs_earliest_finishes(
+    variant: str,
+) -> None:
+    """Issue 23 (speed): offline runs stop at the window's last completion; the earliest
+    finishes must be exactly those of the run played to the end."""
+    requests = runner._synthetic(250, 100, 120)
+    k = 120 - (120 // 10) * 3 + 1
+    early = runner._first_finishes("t4", variant, requests, None, k)
+    whole = np.sort(runner._simulate("t4", variant, requests, None).finish_s)[:k]
+    assert len(early) == k
+    assert early.tolist() == whole.tolist()

@@ -233,6 +233,11 @@ class NeoScheduler:
             cs = tab.cdec_c
             line_of = tab.cdec_line
             lin = tab.linear
+            # The precomputed T_l widths and cached CPU rows, read inline (the same values
+            # as ``lin`` and ``line_of``; this loop runs ~30 times per plan).
+            lin_at = tab._lin_at
+            n_lin = len(lin_at)
+            rows = tab._cdec_rows
             # Estimates of each sub-batch with one more CPU decode (updated on placement):
             # T_l with one more token, and the CPU-attention row for one more request over
             # the cached tokens (a line a + b·cached unless the table bends).
@@ -270,16 +275,16 @@ class NeoScheduler:
                     x1 += 1
                     c1 += c
                     t_l1, t_ca1 = nl1, nt_ca1
-                    nl1 = lin(s1 + 1)
-                    a1, b1, row1 = line_of(x1 + 1)
+                    nl1 = lin_at[s1 + 1] if s1 + 1 < n_lin else lin(s1 + 1)
+                    a1, b1, row1 = rows.get(x1 + 1) or line_of(x1 + 1)
                     sch.cpu1.append(r)
                 elif j == 0:
                     s0 += 1
                     x0 += 1
                     c0 += c
                     t_l0, t_ca0 = nl0, nt_ca0
-                    nl0 = lin(s0 + 1)
-                    a0, b0, row0 = line_of(x0 + 1)
+                    nl0 = lin_at[s0 + 1] if s0 + 1 < n_lin else lin(s0 + 1)
+                    a0, b0, row0 = rows.get(x0 + 1) or line_of(x0 + 1)
                     sch.cpu0.append(r)
                 if j >= 0:
                     batch_left -= 1
