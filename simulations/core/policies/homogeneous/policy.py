@@ -154,6 +154,7 @@ class HomogeneousPolicy(EnginePolicy):
             "",
             "the catalog interconnect the parallel groups communicate over (nvlink4, "
             "pcie5-x16, …); required when tensor_parallel × pipeline_parallel > 1",
+            catalog="links",
         ),
     )
 
