@@ -894,6 +894,12 @@ class PolicyOptionSerializer(strict.Serializer):
     minimum = strict.FloatField(required=False)
     maximum = strict.FloatField(required=False)
     choices = serializers.ListField(child=serializers.JSONField(), required=False)
+    unit = strict.CharField(required=False)
+    catalog = strict.CharField(
+        required=False,
+        help_text="The catalog collection whose slug the option names (links: an "
+        "interconnect, e.g. nvlink4 or pcie5-x16).",
+    )
 
 
 class PolicySerializer(strict.Serializer):

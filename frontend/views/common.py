@@ -12,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from simulations import selectors
 from simulations.choices import TraceParseStatus
+from simulations.core.catalog import builtin_links
 from simulations.measurements.selectors import runtimes_visible_to
 from simulations.models import Device, LLMModel
 from simulations.permissions import can_edit_catalog
@@ -60,7 +61,8 @@ def validation_messages(exc: ValidationError) -> dict[str, list[str]]:
 
 def catalog_choices(user: Any) -> dict[str, Any]:
     """What the builder's selects offer: devices (with their catalog price), runtimes,
-    models, traces, saved workloads."""
+    models, traces, saved workloads, and the interconnects a parallel group may use
+    (the core's shipped links: the database stores none)."""
     devices = list(
         Device.objects.order_by("kind", "slug").values(
             "slug", "name", "kind", "parent__slug", "price_usd"
@@ -85,6 +87,10 @@ def catalog_choices(user: Any) -> dict[str, Any]:
         "models": models,
         "traces": traces,
         "workloads": workloads,
+        "links": [
+            {"slug": link.slug, "name": link.name, "bw_gbps": link.bw_gbps}
+            for link in builtin_links().values()
+        ],
     }
 
 

@@ -37,6 +37,7 @@ from frontend.charts.comparison import (
 from frontend.charts.papers import h2m2_footprint_figure, heterollm_placement_figure
 from frontend.charts.roofline import roofline_figure
 from frontend.charts.timeline import timeline_figure
+from frontend.parallel import parallel_rows
 from frontend.provenance import result_provenance
 from frontend.views.common import int_or_404, page_number
 from simulations import selectors, services
@@ -271,6 +272,7 @@ def _comparison(
         "provenance": result_provenance(systems),
         "tco": costs.tco_rows(systems),
         "capacity": costs.capacity_rows(systems),
+        "parallel": parallel_rows(systems),
         "lazy_figures": [
             *COMMON_LAZY_FIGURES,
             *_policy_figures(s.get("policy") for s in systems),

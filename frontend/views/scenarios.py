@@ -123,6 +123,7 @@ def _builder_context(
             }
             for k, label, unit in builder.SLO_FIELDS
         ],
+        "link_slugs": [link["slug"] for link in choices["links"]],
         "length_kinds": builder.LENGTH_KINDS,
         "arrival_kinds": builder.ARRIVAL_KINDS,
         **choices,

@@ -22,7 +22,9 @@ class OptionSpec:
 
     ``type`` is ``bool``, ``int``, ``float``, ``str`` or ``tuple`` (a list of ``items``,
     each checked against the bounds). ``minimum`` is inclusive unless ``exclusive_minimum``.
-    A ``required`` setting has no default: leaving it out is an error.
+    A ``required`` setting has no default: leaving it out is an error. ``catalog`` names the
+    catalog collection whose slug a text setting holds (``"links"``: an interconnect), so
+    the pages can offer its entries.
     """
 
     name: str
@@ -36,6 +38,7 @@ class OptionSpec:
     unit: str = ""
     items: builtins.type | None = None
     exclusive_minimum: bool = False
+    catalog: str = ""
 
     def validate(self, value: Any, path: str) -> Any:
         """Return ``value`` converted to the setting's type, or raise SpecError at ``path``."""
@@ -96,6 +99,8 @@ class OptionSpec:
             out["unit"] = self.unit
         if self.items is not None:
             out["items"] = self.items.__name__
+        if self.catalog:
+            out["catalog"] = self.catalog
         return out
 
 

@@ -372,6 +372,82 @@ def test_a_new_scenario_with_a_bad_price_is_not_stored(alice_client: Any, seeded
     assert not Scenario.objects.exists()
 
 
+def tp_document() -> dict[str, Any]:
+    """Llama-3.1-70B on 4×H100 TP4 over NVLink 4 (a fixed-length workload: no trace)."""
+    return {
+        "name": "70B TP4",
+        "model": "llama3.1-70b",
+        "workload": {
+            "requests": 10,
+            "input_tokens": 128,
+            "output_tokens": 16,
+            "arrival": {"kind": "closed"},
+            "seed": 0,
+        },
+        "systems": [
+            {
+                "name": "4xH100 TP4",
+                "policy": "homogeneous",
+                "devices": [{"device": "h100-sxm", "count": 4, "runtime": "vllm-fp16"}],
+                "options": {"max_batch": 64, "tensor_parallel": 4, "link": "nvlink4"},
+            }
+        ],
+    }
+
+
+def test_the_builder_offers_the_catalog_links_and_keeps_the_chosen_one(
+    alice_client: Any, seeded: Any
+) -> None:
+    state = builder.state_from_document(tp_document())
+    data = form_of(state)
+    data["action"] = "validate"
+    html = alice_client.post("/scenarios/new/", data).content.decode()
+    select = html.split('id="f-sys-0-opt-homogeneous-link"', 1)[1].split("</select>", 1)[0]
+    assert '<option value="nvlink4" selected>' in select
+    assert "NVLink 4 with NVSwitch (H100/H200 SXM, HGX H100) (nvlink4, 450 GB/s)" in select
+    assert "(pcie4-x16, 31.5 GB/s)" in select
+    assert '<option value="">— none —</option>' in select
+    tp = html.split('id="f-sys-0-opt-homogeneous-tensor_parallel"', 1)[1][:300]
+    assert 'value="4"' in tp
+    assert 'id="f-sys-0-opt-homogeneous-pipeline_parallel"' in html
+    assert 'id="f-sys-0-opt-homogeneous-micro_batches"' in html
+
+
+def test_parallel_options_reach_the_document_as_numbers_and_a_slug() -> None:
+    state = builder.state_from_document(tp_document())
+    again = builder.state_from_post(QueryDict(mutable=True) | form_of(state))
+    assert again.to_document()["systems"][0]["options"] == {
+        "max_batch": 64,
+        "tensor_parallel": 4,
+        "link": "nvlink4",
+    }
+
+
+@pytest.mark.parametrize(
+    ("option", "text", "words"),
+    [
+        ("tensor_parallel", "3", "does not divide"),
+        ("pipeline_parallel", "0", "must be at least 1"),
+        ("link", "", "name the interconnect"),
+    ],
+)
+def test_a_bad_parallel_option_is_shown_on_its_field_and_nothing_is_stored(
+    alice_client: Any, seeded: Any, option: str, text: str, words: str
+) -> None:
+    state = builder.state_from_document(tp_document())
+    state.systems[0].options["homogeneous"][option] = text
+    data = form_of(state)
+    data["action"] = "save_run"
+    response = alice_client.post("/scenarios/new/", data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    field_html = html.split(f'id="f-sys-0-opt-homogeneous-{option}"', 1)[1][:2500]
+    field_html = field_html.split('<div class="field', 1)[0]
+    assert words in field_html
+    assert Scenario.objects.count() == 0
+    assert SimulationRun.objects.count() == 0
+
+
 def test_a_new_system_in_the_builder_starts_with_continuous_batching() -> None:
     state = builder.BuilderState()
     assert builder.apply_action(state, "add_system")

@@ -704,7 +704,9 @@ def _policy_entries(
 
 
 def count_configurations(devices: Sequence[DeviceChoice], policies: Sequence[PolicyChoice]) -> int:
-    """How many configurations the space describes (before constraints)."""
+    """How many configurations the space describes (before constraints); an upper bound
+    where a policy's option makes a replica span several devices (the space keeps only
+    counts that are whole replicas)."""
     total = 0
     for pol in policies:
         cls = get_policy(pol.policy)

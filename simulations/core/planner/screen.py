@@ -85,7 +85,7 @@ from simulations.core.screening import (
 from simulations.core.spec import DevicePlacement, DeviceSpec, ModelSpec, RuntimeProfile
 
 from .document import PlanSpec, Targets, policy_traits
-from .space import Config, Group, Signature
+from .space import Config, Group, Signature, replica_devices
 
 #: Most dyadic levels of windows the queueing bound tries.
 MAX_LEVELS = 9
@@ -489,13 +489,17 @@ class Screen:
             return GroupScreen.rejected(
                 n_cfg, "memory" if fit.startswith("memory") else "invalid", fit
             )
-        cmax = int(group.counts.sum(axis=1).max())
+        # the bounds are the policy's per engine unit: a data-parallel replica of
+        # ``step`` devices (the space holds only whole replicas)
+        step = replica_devices(sig)
+        units = group.counts // step
+        cmax = int(units.sum(axis=1).max())
         b = self._bounds(sig, None, cmax)
         if b is None:
             return GroupScreen.rejected(n_cfg, "memory", _NO_ROOM)
         if isinstance(b, SharedVerdict):
             return GroupScreen.shared(n_cfg, b)
-        return self._verdict(b, group.counts)
+        return self._verdict(b, units)
 
     def _bounds(self, sig: Signature, tp: int | None, cmax: int) -> Bounds | SharedVerdict | None:
         cls = get_policy(sig.policy)

@@ -240,6 +240,13 @@ def signatures(plan: PlanSpec) -> Iterator[Signature]:
                     yield Signature(pol.policy, opts, roles)
 
 
+def replica_devices(sig: Signature) -> int:
+    """Devices one engine unit of ``sig`` spans (its policy's
+    :meth:`~simulations.core.policies.base.Policy.replica_devices` under its options)."""
+    cls = get_policy(sig.policy)
+    return cls.replica_devices(cls.resolve_options(dict(sig.options)))
+
+
 def _count_grid(bounds: list[tuple[int, int]]) -> np.ndarray:
     ranges = [np.arange(lo, hi + 1, dtype=np.int64) for lo, hi in bounds]
     mesh = np.meshgrid(*ranges, indexing="ij")
@@ -311,6 +318,12 @@ def enumerate_space(plan: PlanSpec) -> Space:
     for sig in signatures(plan):
         choices = [plan.devices[e] for _, e in sig.roles]
         counts = _count_grid([count_range(sig.policy, r, plan.devices[e]) for r, e in sig.roles])
+        step = replica_devices(sig)
+        if step > 1:
+            # only whole replicas of a tensor-parallel group are systems at all
+            counts = counts[np.all(counts % step == 0, axis=1)]
+            if not len(counts):
+                continue
         prices = np.array([c.price_usd for c in choices])
         tdps = np.array([c.device.tdp_w for c in choices])
         capex = counts @ prices
@@ -355,6 +368,7 @@ __all__ = [
     "describe",
     "enumerate_space",
     "nodes_needed",
+    "replica_devices",
     "signatures",
     "system_document",
     "system_spec",

@@ -191,6 +191,13 @@ class Policy(ABC):
         that models other hardware than the devices the plan prices."""
         return None
 
+    @classmethod
+    def replica_devices(cls, options: Mapping[str, Any]) -> int:
+        """Devices one engine unit spans under the resolved ``options`` (a data-parallel
+        replica of a tensor/pipeline-parallel group): the planner tries only counts that
+        are multiples of it and bounds the units, ``count / replica_devices``."""
+        return 1
+
     @abstractmethod
     def run(
         self,

@@ -245,3 +245,38 @@ def random_h2m2_plan(seed: int) -> dict[str, Any]:
         rate = float(np.round(np.exp(rng.uniform(np.log(0.2), np.log(50.0))), 2))
         doc["workload"]["arrival"] = {"kind": "poisson", "rate_per_s": rate}
     return doc
+
+
+TP_GPUS = ("a100-80gb", "a100-40gb", "h100-sxm")
+TP_LINKS = ("nvlink3", "nvlink4", "pcie4-x16")
+
+
+def random_tp_plan(seed: int) -> dict[str, Any]:
+    """:func:`random_plan`'s workload and targets over tensor-parallel homogeneous GPU
+    systems: random TP degrees (data-parallel replicas of them up to the counts), a random
+    link and batching, on Llama-2-7B or on Llama-3.1-70B (which fits only with TP)."""
+    doc = random_plan(seed)
+    rng = np.random.default_rng(20_000 + seed)
+    big = bool(rng.random() < 0.4)
+    doc["name"] = f"random tensor-parallel plan {seed}"
+    doc["model"] = "llama3.1-70b" if big else "llama2-7b"
+    gpus = list(rng.choice(TP_GPUS, size=int(rng.integers(1, 3)), replace=False))
+    degrees = sorted({int(x) for x in rng.choice([1, 2, 4], size=2)} | ({2, 4} if big else set()))
+    doc["space"] = {
+        "devices": [
+            {"device": str(g), "max_count": int(rng.integers(2, 5)), "runtime": "vllm-fp16"}
+            for g in gpus
+        ],
+        "policies": [
+            {
+                "policy": "homogeneous",
+                "options": {
+                    "max_batch": [int(rng.choice([1, 16, 64]))],
+                    "tensor_parallel": degrees,
+                    "link": [str(rng.choice(TP_LINKS))],
+                },
+            }
+        ],
+    }
+    doc.pop("constraints", None)
+    return doc

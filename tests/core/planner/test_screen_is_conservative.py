@@ -5,7 +5,9 @@ Each case is a random small space — ``randomspace.random_plan``: GPUs and the 
 homogeneous batch-1 or continuous batching and GLITCHES; ``randomspace.random_neo_plan``:
 tensor-parallel GPU counts with host CPU choices under Neo, GPU-only and FastDecode+ (quoted
 prices for the devices the catalog has none for); ``randomspace.random_h2m2_plan``: H2M2
-boards with chip counts, HBM/LPDDR capacities priced per GB and mappings — with random
+boards with chip counts, HBM/LPDDR capacities priced per GB and mappings;
+``randomspace.random_tp_plan``: homogeneous GPU systems with searched tensor-parallel degrees
+(replicas of them), a link, on a 7B model or a 70B one that fits only with TP — with random
 lengths, loads, targets and constraints; every admitted configuration is simulated, with no
 screen and no pruning, and compared with the planner's answer.
 """
@@ -19,19 +21,31 @@ import pytest
 from simulations.core.planner import Search
 from simulations.core.planner.screen import REASONS
 from tests.core.planner.helpers import best_feasible, every_config, exhaustive, parse
-from tests.core.planner.randomspace import random_h2m2_plan, random_neo_plan, random_plan
+from tests.core.planner.randomspace import (
+    random_h2m2_plan,
+    random_neo_plan,
+    random_plan,
+    random_tp_plan,
+)
 
 SEEDS = range(12)
 NEO_SEEDS = range(16)
 # 17 and 32: boards too small for the weights under the hierarchical system (which the
 # policy's model once accepted at any LPDDR capacity, and now rejects like the others).
 H2M2_SEEDS = (*range(10), 17, 32)
+TP_SEEDS = range(10)
 CASES = (
     [("space", s) for s in SEEDS]
     + [("neo", s) for s in NEO_SEEDS]
     + [("h2m2", s) for s in H2M2_SEEDS]
+    + [("tp", s) for s in TP_SEEDS]
 )
-_GENERATORS = {"space": random_plan, "neo": random_neo_plan, "h2m2": random_h2m2_plan}
+_GENERATORS = {
+    "space": random_plan,
+    "neo": random_neo_plan,
+    "h2m2": random_h2m2_plan,
+    "tp": random_tp_plan,
+}
 
 
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}{c[1]}")

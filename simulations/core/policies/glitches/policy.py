@@ -9,11 +9,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 
+from simulations.core.devices import build_device_model
 from simulations.core.devices.base import LOGIT_BYTES, TOKEN_BYTES, DeviceModel
+from simulations.core.devices.parallel import ParallelGroup, shard_model
 from simulations.core.engine.core import (
     DECODE,
     IDLE,
@@ -26,7 +29,7 @@ from simulations.core.engine.core import (
 )
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
-from simulations.core.policies.base import OptionSpec, RoleSpec, register
+from simulations.core.policies.base import OptionSpec, RoleSpec, register, resolve_link
 from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
@@ -238,6 +241,8 @@ class GlitchesSim(Simulator):
         cost = g.prefill_cost([p])
         end = now + cost.seconds
         g.occupy(now, end, cost.joules, PREFILL, rid, 1)
+        if g.group_size > 1:
+            g.comm_s += g.dm.collective_prefill_s(g.model, [p])
         g.prefill_tokens += p
         g.prefill_outputs += 1
         self.mode[gi] = PREFILL
@@ -378,6 +383,8 @@ class GlitchesSim(Simulator):
             dur, joules = g.curve.run_cost(1, k0, k)
         rid = self.pinned[gi]
         g.occupy(t0, t0 + dur, joules, DECODE, rid, 1)
+        if g.group_size > 1:
+            g.comm_s += k * g.dm.collective_decode_s(g.model, 1)
         g.decode_tokens += k
         self.generated[rid] += k
         self.run_plan[gi] = None
@@ -519,7 +526,71 @@ class GlitchesPolicy(EnginePolicy):
             True,
             "let an idle GPU decode when every FPGA is busy and no prefill waits (§III-C)",
         ),
+        OptionSpec(
+            "tensor_parallel",
+            int,
+            1,
+            "GPUs of the prefill role one prefill group's heads, KV heads and FFN widths are "
+            "split across (two all-reduces per layer over the link); 1 = the paper's GPUs",
+            minimum=1,
+            maximum=64,
+        ),
+        OptionSpec(
+            "link",
+            str,
+            "",
+            "the catalog interconnect a prefill group's GPUs all-reduce over (nvlink4, "
+            "pcie5-x16, …); required when tensor_parallel > 1",
+            catalog="links",
+        ),
     )
+
+    @classmethod
+    def check_system(cls, system: SystemSpec, model: ModelSpec) -> None:
+        """A tensor-parallel prefill group: a degree that divides the model's heads, KV
+        heads and FFN width, a link, GPU counts that are whole groups, and each GPU's
+        share of the weights within its memory."""
+        opts = cls.resolve_options(system.options)
+        tp = int(opts["tensor_parallel"])
+        if tp == 1:
+            return
+        for name, what in (
+            ("n_heads", "attention heads"),
+            ("n_kv_heads", "KV heads"),
+            ("ffn_size", "FFN width"),
+        ):
+            size = getattr(model, name)
+            if size % tp:
+                raise SpecError(
+                    "options.tensor_parallel",
+                    f"{tp} does not divide {model.slug}'s {size} {what} ({name})",
+                )
+        if not opts["link"] and system.interconnect is None:
+            raise SpecError("options.link", f"name the interconnect of the {tp}-GPU groups")
+        for j, p in enumerate(system.devices):
+            if p.device.kind is not DeviceKind.GPU:
+                continue
+            if p.count % tp:
+                raise SpecError(
+                    f"devices[{j}].count",
+                    f"{p.count} GPUs do not form prefill groups of tensor_parallel = {tp}",
+                )
+            dm = build_device_model(p.device, p.runtime)
+            need = dm.weights_bytes(shard_model(model, tp))
+            if need >= dm.memory_capacity_bytes:
+                raise CapacityError(
+                    "options.tensor_parallel",
+                    f"{model.slug} needs {need / 1e9:.1f} GB of weights per GPU at "
+                    f"tensor_parallel {tp} but {p.device.slug} has "
+                    f"{dm.memory_capacity_bytes / 1e9:.1f} GB; raise the degree",
+                )
+
+    @classmethod
+    def unsearchable_option(cls, name: str, value: Any) -> str | None:
+        """The planner's GLITCHES screen bounds one GPU per prefill unit."""
+        if name == "tensor_parallel" and value != 1:
+            return "the planner does not search tensor parallelism for glitches yet"
+        return None
 
     @classmethod
     def screen_fit(
@@ -573,10 +644,22 @@ class GlitchesPolicy(EnginePolicy):
         def fpga_factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
             return self.device_models(device, runtime).with_settings({"prefetch_ratio": prefetch})
 
+        tp = int(opts["tensor_parallel"])
+        gpu_placements = [p for _, p in gpus_p]
+        gpu_factory = self.device_models
+        if tp > 1:
+            self.check_system(system, model)
+            link = resolve_link(system, opts)
+            # one prefill unit per group of ``tp`` GPUs
+            gpu_placements = [replace(p, count=p.count // tp) for p in gpu_placements]
+
+            def gpu_factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
+                return ParallelGroup(self.device_models(device, runtime), tp, 1, link=link)
+
         gpus = build_units(
-            [p for _, p in gpus_p],
+            gpu_placements,
             model,
-            self.device_models,
+            gpu_factory,
             exact=self.reference,
             timeline_cap=self.timeline_cap,
             placement_index=[i for i, _ in gpus_p],

@@ -5,6 +5,7 @@ The baseline every paper compares against; see :class:`HomogeneousPolicy`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -13,7 +14,7 @@ from simulations.core.devices.base import DeviceModel
 from simulations.core.devices.parallel import ParallelGroup, stage_model
 from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.chunked import ChunkedSim
-from simulations.core.engine.core import ProgressFn, SimOutput, build_units
+from simulations.core.engine.core import ProgressFn, SimOutput, Unit, build_units
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.policies.base import OptionSpec, RoleSpec, register, resolve_link
@@ -21,13 +22,14 @@ from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
     DeviceKind,
+    DevicePlacement,
     DeviceSpec,
     ModelSpec,
     RuntimeProfile,
     SystemSpec,
 )
 
-#: The parallelism options (the planner does not search them yet).
+#: The parallelism options (the planner searches tensor_parallel and link, not the pipeline).
 PARALLEL_OPTIONS = ("tensor_parallel", "pipeline_parallel", "micro_batches", "link")
 
 
@@ -179,6 +181,7 @@ class HomogeneousPolicy(EnginePolicy):
             "",
             "the catalog interconnect the parallel groups communicate over (nvlink4, "
             "pcie5-x16, …); required when tensor_parallel × pipeline_parallel > 1",
+            catalog="links",
         ),
     )
 
@@ -227,10 +230,16 @@ class HomogeneousPolicy(EnginePolicy):
 
     @classmethod
     def unsearchable_option(cls, name: str, value: Any) -> str | None:
-        """The planner searches data-parallel replicas only (its screen bounds one device)."""
-        if name in PARALLEL_OPTIONS and value not in (1, ""):
-            return "the planner does not search tensor or pipeline parallelism yet"
+        """The planner searches tensor-parallel degrees (and the link) with data-parallel
+        replicas of them, not pipeline parallelism."""
+        if name in ("pipeline_parallel", "micro_batches") and value != 1:
+            return "the planner does not search pipeline parallelism yet"
         return None
+
+    @classmethod
+    def replica_devices(cls, options: Mapping[str, Any]) -> int:
+        """``tensor_parallel × pipeline_parallel`` devices form one engine unit."""
+        return int(options["tensor_parallel"]) * int(options["pipeline_parallel"])
 
     @classmethod
     def check_system(cls, system: SystemSpec, model: ModelSpec) -> None:
@@ -285,13 +294,11 @@ class HomogeneousPolicy(EnginePolicy):
     def screen_fit(
         cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
     ) -> None:
-        """Build the engine's batching on one device (its constructor checks the memory)."""
+        """Build the engine's scheduler on one unit (its constructor checks the memory): one
+        device, or one replica's tensor-parallel group, checked first as the scenario
+        parser checks it (degrees that divide the model, a link, weights that fit)."""
         opts = cls.resolve_options(options)
-        cls._scheduler(
-            ctx.requests,
-            [ctx.unit(sig.roles[0][1], {"prefetch_ratio": int(options["prefetch_ratio"])})],
-            opts,
-        )
+        cls._scheduler(ctx.requests, [_replica_unit(ctx, sig, options)], opts)
 
     @classmethod
     def screen_bounds(
@@ -306,7 +313,13 @@ class HomogeneousPolicy(EnginePolicy):
         """Every device serves whole requests (one entry, count column 0): the screen's
         bounds of units that serve whole requests."""
         entry = sig.roles[0][1]
-        t = ctx.table(entry, {"prefetch_ratio": int(options["prefetch_ratio"])})
+        settings = {"prefetch_ratio": int(options["prefetch_ratio"])}
+        if cls.replica_devices(options) == 1:
+            t = ctx.table(entry, settings)
+        else:
+            t = ctx.table_of(
+                ("replica", entry, sig.options), lambda: _replica_unit(ctx, sig, options)
+            )
         return ctx.whole_requests(t, int(options["max_batch"]), (entry, sig.options), cmax)
 
     def simulate(
@@ -367,3 +380,46 @@ class HomogeneousPolicy(EnginePolicy):
         out = sim.run()
         out.extra["options"] = opts
         return out
+
+
+def _replica_unit(ctx: FitContext, sig: SignatureLike, options: dict[str, Any]) -> Unit:
+    """The engine unit :meth:`HomogeneousPolicy.simulate` builds for one replica of the
+    signature's device entry: one device, or its ``tensor_parallel × pipeline_parallel``
+    group over the ``link`` (SpecError or CapacityError as the scenario parser would
+    refuse the system)."""
+    entry = sig.roles[0][1]
+    prefetch = {"prefetch_ratio": int(options["prefetch_ratio"])}
+    tp, pp = int(options["tensor_parallel"]), int(options["pipeline_parallel"])
+    group = tp * pp
+    if group == 1:
+        return ctx.unit(entry, prefetch)
+    device, runtime = ctx.device(entry)
+    model = ctx.model
+    system = SystemSpec(
+        name=sig.policy,
+        policy=sig.policy,
+        devices=(DevicePlacement(device, group, runtime, ""),),
+        options=options,
+    )
+    HomogeneousPolicy.check_system(system, model)
+    link = resolve_link(system, options)
+
+    shared_kv = bool(options["prefix_caching"])
+
+    def factory(d: DeviceSpec, r: RuntimeProfile) -> DeviceModel:
+        dm = build_device_model(d, r).with_settings(prefetch)
+        dm = ParallelGroup(dm, tp, pp, micro_batches=int(options["micro_batches"]), link=link)
+        return dm.with_shared_kv() if shared_kv else dm
+
+    def overhead(p: Any, dm: DeviceModel) -> float:
+        return dm.host_sampling_s(model)
+
+    placement = DevicePlacement(device, 1, runtime, "")
+    return build_units(
+        [placement],
+        model,
+        factory,
+        step_overhead_s=overhead,
+        timeline_cap=0,
+        convex=bool(options["chunked_prefill"]),
+    )[0]

@@ -79,6 +79,7 @@ SHARED_OPTIONS: tuple[OptionSpec, ...] = (
         "the catalog interconnect the tensor-parallel GPUs all-reduce over (nvlink4, "
         "pcie5-x16, …); empty: the GPU record's peer link (no catalog GPU has one, so the "
         "all-reduces then cost nothing)",
+        catalog="links",
     ),
 )
 
