@@ -9,7 +9,6 @@ that calls :func:`compute`, unless a computation is already under way.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from datetime import timedelta
 from typing import Any
@@ -18,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from frontend.models import ValidationReport
+from simulations.core.jsonsafe import finite
 from simulations.core.policies import get_paper, papers
 from simulations.core.reproduce.basis import grouped, headline, summary
 
@@ -25,18 +25,6 @@ logger = logging.getLogger(__name__)
 
 #: A computation that has not finished after this long is taken for lost (worker died).
 STALE_AFTER = timedelta(minutes=30)
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with NaN/±Infinity as ``None`` (PostgreSQL's JSON refuses them) and tuples
-    as lists."""
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _check_paper(paper: str) -> None:
@@ -56,7 +44,7 @@ def compute(paper: str) -> ValidationReport:
     _check_paper(paper)
     started = time.perf_counter()
     try:
-        document: dict[str, Any] | None = json_safe(reproduce(paper))
+        document: dict[str, Any] | None = finite(reproduce(paper))
         error = ""
     except Exception as exc:  # a broken runner must not take the page down
         logger.exception("reproducing %s failed", paper)

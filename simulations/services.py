@@ -14,10 +14,8 @@ that changed the row also writes a :class:`RunEvent` in the same transaction.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -58,6 +56,7 @@ from simulations.core.catalog import (
 )
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.hf_config import model_spec_from_hf_config
+from simulations.core.jsonsafe import finite
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile, ScenarioSpec, WorkloadSpec
 from simulations.core.traces import check_azure_header, count_rows_upto, parse_azure_trace
 from simulations.jobs import mark_unsent, resend_lost, stale_before
@@ -972,24 +971,6 @@ def run_mark_progress(run_id: int, attempt: int, percent: int) -> bool:
     )
 
 
-def _json_safe(value: Any) -> Any:
-    """``value`` as plain JSON: numpy scalars unwrapped, tuples as lists, NaN/±Inf as null."""
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if hasattr(value, "item") and callable(value.item) and not isinstance(value, str | bytes):
-        with contextlib.suppress(TypeError, ValueError):
-            value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if hasattr(value, "tolist"):
-        return _json_safe(value.tolist())
-    return str(value)
-
-
 def _finish(
     queryset: Any,
     run_id: int,
@@ -1022,7 +1003,7 @@ def _finish(
 def run_mark_succeeded(run_id: int, attempt: int, result: Mapping[str, Any]) -> bool:
     """Store the result document, if ``attempt`` still holds the run (else False)."""
     qs = SimulationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt)
-    return _finish(qs, run_id, attempt, RunStatus.SUCCEEDED, result=_json_safe(result))
+    return _finish(qs, run_id, attempt, RunStatus.SUCCEEDED, result=finite(result))
 
 
 def run_mark_failed(run_id: int, attempt: int, error: str) -> bool:

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.choices import ACTIVE_STATUSES, RunStatus
+from simulations.core.jsonsafe import finite
 from simulations.core.planner import PlanSpec, parse_plan, trace_names
 from simulations.jobs import (
     chunk_claim_row,
@@ -48,7 +49,6 @@ from simulations.plans.models import StageStatus as Stage
 from simulations.services import (
     MAX_ERROR_CHARS,
     _document_size_check,
-    _json_safe,
     _storable_check,
     trace_references_set,
     visible_runtimes,
@@ -301,7 +301,7 @@ def stage_start_round(
                 plan_id=claim.plan_id,
                 round=new_round,
                 number=n,
-                configs=_json_safe(list(configs[start : start + size])),
+                configs=finite(list(configs[start : start + size])),
                 enqueued_at=now,
             )
             for n, start in enumerate(range(0, len(configs), size))
@@ -321,7 +321,7 @@ def stage_finish(claim: StageClaim, result: Mapping[str, Any], counts: Mapping[s
     return bool(
         _held(claim).update(
             status=RunStatus.SUCCEEDED,
-            result=_json_safe(result),
+            result=finite(result),
             progress=100,
             finished_at=now,
             heartbeat_at=now,
@@ -434,7 +434,7 @@ def result_record(
                     round=claim.round,
                     feasible=bool(evaluation.get("feasible")),
                     capex_usd=float(capex_usd),
-                    evaluation=_json_safe(dict(evaluation)),
+                    evaluation=finite(dict(evaluation)),
                     attempt=claim.attempt,
                     worker=worker[:200],
                 )

@@ -34,6 +34,7 @@ from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.core import json_fields
 from simulations.core import scenario as scenario_rules
 from simulations.core.errors import ScenarioValidationError
+from simulations.core.jsonsafe import finite
 from simulations.jobs import (
     chunk_claim_row,
     chunk_heartbeat_row,
@@ -45,7 +46,6 @@ from simulations.jobs import (
 from simulations.services import (
     MAX_ERROR_CHARS,
     _document_size_check,
-    _json_safe,
     trace_references_set,
     visible_runtimes,
     visible_traces,
@@ -356,7 +356,7 @@ def summarise_result(result: Mapping[str, Any]) -> dict[str, Any]:
                 if isinstance(d, Mapping)
             ]
         systems.append(entry)
-    return _json_safe({"systems": systems})
+    return finite({"systems": systems})
 
 
 def configuration_record(
@@ -381,7 +381,7 @@ def configuration_record(
                 SweepResult.objects.create(
                     sweep_id=claim.sweep_id,
                     index=index,
-                    parameters=_json_safe(dict(parameters)),
+                    parameters=finite(dict(parameters)),
                     status=status,
                     result=summarise_result(result) if result is not None else None,
                     error="" if result is not None else (error or "failed")[:MAX_ERROR_CHARS],
@@ -484,7 +484,7 @@ def sweep_finalise(sweep_id: int) -> bool:
         pk=sweep_id,
         status__in=SWEEP_ACTIVE_STATUSES,
         total=F("succeeded_count") + F("failed_count"),
-    ).update(status=SweepStatus.FINISHED, finished_at=now, summary=_json_safe(summary))
+    ).update(status=SweepStatus.FINISHED, finished_at=now, summary=finite(summary))
     return bool(changed)
 
 

@@ -17,6 +17,7 @@ import pytest
 from simulations import services
 from simulations.adapters import catalog_from_db
 from simulations.choices import FINAL_STATUSES, RunEventKind, RunStatus
+from simulations.core.jsonsafe import finite
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
 from simulations.models import RunEvent, SimulationRun
@@ -98,7 +99,7 @@ def test_a_real_worker_runs_a_submitted_scenario(live_worker: WorkerProcess, use
     assert parent_pid(host_pid) == live_worker.proc.pid  # a pool child of the live worker
     # The worker stored exactly what the core computes for this document.
     expected = simulate(parse_scenario(run.document, catalog_from_db()))
-    assert stored["result"] == json.loads(json.dumps(services._json_safe(expected)))
+    assert stored["result"] == json.loads(json.dumps(finite(expected)))
     assert event_kinds(run) == [
         RunEventKind.CREATED,
         RunEventKind.CLAIMED,

@@ -19,6 +19,7 @@ from django.db import OperationalError
 from simulations import services, tasks
 from simulations.adapters import catalog_from_db
 from simulations.choices import RunEventKind, RunStatus
+from simulations.core.jsonsafe import finite
 from simulations.core.policies import policy_names
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
@@ -85,7 +86,7 @@ def test_a_run_stores_the_cores_result_document(user: Any) -> None:
     assert stored["status"] == RunStatus.SUCCEEDED
     assert (stored["progress"], stored["attempts"], stored["error"]) == (100, 1, "")
     expected = simulate(parse_scenario(run.document, catalog_from_db()))
-    assert stored["result"] == json.loads(json.dumps(services._json_safe(expected)))
+    assert stored["result"] == json.loads(json.dumps(finite(expected)))
     assert [s["name"] for s in stored["result"]["systems"]] == ["adreno", "hexagon"]
     assert events(run) == [RunEventKind.CREATED, RunEventKind.CLAIMED, RunEventKind.SUCCEEDED]
 
