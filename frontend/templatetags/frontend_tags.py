@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +36,12 @@ def plotly(c: Chart | None) -> SafeString:
 def num(value: Any, digits: int = 4) -> str:
     """A number with ``digits`` significant digits (``n/a`` when missing)."""
     return fmt(value, int(digits))
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """``value`` as indented JSON (what the API accepts back), for ``<pre>`` panels."""
+    return json.dumps(value, indent=2, sort_keys=False, default=str)
 
 
 @register.filter

@@ -202,3 +202,13 @@ def test_system_names_are_escaped_in_the_page_and_the_charts(alice_client: Any, 
     figs = run_figures(alice_client, f"/runs/{run.pk}/")
     hover = json.dumps(figs["efficiency"]["data"][0]["hovertext"])
     assert "&lt;img src=x" in hover and "<img" not in hover
+
+
+def test_the_scenario_document_panel_shows_json(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    page = alice_client.get(f"/runs/{glitches_run.pk}/").content.decode()
+    panel = page.split("Scenario document", 1)[1]
+    body = re.search(r'<pre class="code"[^>]*>(.*?)</pre>', panel, re.S)
+    assert body is not None
+    assert json.loads(html.unescape(body.group(1))) == glitches_run.document
