@@ -65,3 +65,25 @@ def test_a_finished_plan_shows_its_recommendation_and_pareto_front(
     assert response.status_code == 302 and "/scenarios/" in response["Location"]
     client.force_login(other_user)
     assert client.get(f"/plans/{plan.pk}/").status_code == 404
+
+
+def test_the_plan_headline_gives_the_recommendations_p90_latencies(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    from simulations.core.catalog import builtin_catalog
+    from simulations.core.planner import parse_plan, plan_search
+    from simulations.plans import services
+
+    result = plan_search(parse_plan(small_doc(), builtin_catalog()))
+    plan = services.plan_create(spec=small_doc(), owner=user)
+    Plan.objects.filter(pk=plan.pk).update(
+        status=RunStatus.SUCCEEDED, result=result, progress=100, finished_at=timezone.now()
+    )
+    html = alice_client.get(f"/plans/{plan.pk}/").content.decode()
+    lead = html.split('<p class="lead">', 1)[1].split("</p>", 1)[0]
+    assert "n/a" not in lead
+    metrics = result["recommendation"]["metrics"]
+    from frontend.charts.base import fmt
+
+    assert f"p90 TTFT {fmt(metrics['ttft_ms']['p90'])} ms" in lead
+    assert f"p90 TPOT {fmt(metrics['tpot_ms']['p90'])} ms" in lead
