@@ -130,7 +130,7 @@ SUMMARY = (
     ("TPOT p90", "ms", ("tpot", "p90"), False),
     ("E2E p90", "s", ("e2e", "p90"), False),
     ("Capex", "USD", "capex_usd", False),
-    ("Cost efficiency", "tok/s per $", "cost_efficiency_tok_s_per_usd", True),
+    ("Cost efficiency", "tok/s per $1k", "cost_efficiency_tok_s_per_usd", True),
     ("Average power", "W", "avg_power_w", False),
     ("Energy", "J/token", "energy_j_per_token", False),
     ("Energy efficiency", "tok/s per W", "energy_efficiency_tok_s_per_w", True),
@@ -151,5 +151,25 @@ def summary_rows(systems: Sequence[Mapping[str, Any]], baseline: int = 0) -> lis
             (fv / b) if (fv := finite(v)) is not None and b else None  # b: not None, not 0
             for v in values
         ]
+        unit, values = _readable(unit, values)
         rows.append(SummaryRow(label, unit, values, ratios, better))
     return rows
+
+
+#: Latencies at or above this (ms) are shown in seconds: 3,348 s reads better than 3,348,000 ms.
+MS_TO_S_FROM = 10_000.0
+
+
+def _readable(unit: str, values: list[Any]) -> tuple[str, list[Any]]:
+    """A row's unit and values scaled for reading (ratios are unchanged by a common scale):
+    per-dollar figures per $1,000, long latencies in seconds."""
+    finite_values = [v for v in map(finite, values) if v is not None]
+    if unit == "tok/s per $1k":
+        return unit, _scale(values, 1e3)
+    if unit == "ms" and finite_values and max(abs(v) for v in finite_values) >= MS_TO_S_FROM:
+        return "s", _scale(values, 1e-3)
+    return unit, values
+
+
+def _scale(values: list[Any], factor: float) -> list[float | None]:
+    return [None if (v := finite(x)) is None else v * factor for x in values]

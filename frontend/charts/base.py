@@ -122,6 +122,11 @@ def fmt(value: Any, digits: int = 4) -> str:
     v = finite(value)
     if v is None:
         return "n/a"
-    if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-3):
+    if v != 0 and abs(v) < 1e-3:
         return f"{v:.{digits - 1}e}"
-    return f"{v:,.{digits}g}" if abs(v) < 1e4 else f"{v:,.0f}"
+    if v == 0 or abs(v) >= 10 ** (digits - 1):
+        # Whole numbers written in full (1,150 not 1.15e+03; 3,348,000 not 3.348e+06).
+        return f"{v:,.0f}"
+    # ``digits`` significant digits without exponent, trailing zeros dropped.
+    decimals = digits - 1 - math.floor(math.log10(abs(float(f"{v:.{digits}g}"))))
+    return f"{v:,.{max(decimals, 0)}f}".rstrip("0").rstrip(".") if decimals > 0 else f"{v:,.0f}"
