@@ -304,3 +304,16 @@ def test_a_report_with_an_infinite_error_is_stored_as_null(monkeypatch: Any, see
     row = validation.compute("h2m2")
     row.refresh_from_db()
     assert row.document["checks"][0]["rel_err"] is None
+
+
+def test_the_scenario_page_says_how_to_post_the_document(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    from simulations import services as sim_services
+
+    from .conftest import glitches_document
+
+    scenario = sim_services.scenario_create(owner=user, document=glitches_document())
+    page = alice_client.get(f"/scenarios/{scenario.pk}/").content.decode()
+    assert "POST it to" not in page
+    assert "{&quot;document&quot;: …}" in page or '{"document": …}' in page
