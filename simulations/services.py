@@ -800,8 +800,13 @@ def scenario_create(*, owner: Any, document: Any, shared: bool = False) -> Scena
     """Validate and store a scenario document owned by ``owner``, and record the traces it
     uses (so they cannot be deleted under it).
 
+    A trace file the repository ships (``traces/AzureLLMInferenceTrace_conv.csv``, as the
+    shipped examples name it) is replaced by its built-in trace's slug.
     Raises ScenarioValidationError (every problem, keyed by JSON path); nothing is stored then.
     """
+    from simulations.builtin_traces import resolve_trace_files
+
+    document = resolve_trace_files(document)
     spec = scenario_validate(document, user=owner)
     with transaction.atomic():
         scenario = Scenario.objects.create(
@@ -816,8 +821,11 @@ def scenario_update(
 ) -> Scenario:
     """Replace the document and/or the sharing flag (validated like :func:`scenario_create`;
     the recorded trace references follow the new document)."""
+    from simulations.builtin_traces import resolve_trace_files
+
     fields = ["updated_at"]
     if document is not None:
+        document = resolve_trace_files(document)
         spec = scenario_validate(document, user=scenario.owner)
         scenario.document, scenario.name = document, spec.name
         fields += ["document", "name"]
