@@ -28,6 +28,7 @@ app_name = "api"
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("auth/token/", views.TokenExchangeView.as_view(), name="token-exchange"),
     path("", include(router.urls)),
     # Anything else under /api/ (e.g. an id that is not a number): JSON 404, not HTML.
     # [\s\S]: a path may hold a newline (%0A) that "." would not match
