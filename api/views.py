@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
@@ -25,9 +26,15 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
+from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework import mixins, permissions, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import (
+    NotAuthenticated,
+    NotFound,
+    PermissionDenied,
+    ValidationError,
+)
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -955,6 +962,18 @@ class TokenExchangeView(APIView):
         return _token_response(
             user, data.validated_data["name"], data.validated_data.get("expires_in_days")
         )
+
+
+class ApiDocsView(SpectacularSwaggerView):
+    """Swagger UI of the API. A signed-out browser (asking for HTML) is sent to sign in and
+    back here, rather than shown a bare 401 page; other callers still get the 401."""
+
+    def handle_exception(self, exc: Exception) -> Any:
+        if isinstance(exc, NotAuthenticated) and "text/html" in self.request.headers.get(
+            "Accept", ""
+        ):
+            return redirect_to_login(self.request.get_full_path())
+        return super().handle_exception(exc)
 
 
 class NotFoundView(StrictQueryMixin, APIView):
