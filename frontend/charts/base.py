@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,3 +130,15 @@ def fmt(value: Any, digits: int = 4) -> str:
     # ``digits`` significant digits without exponent, trailing zeros dropped.
     decimals = digits - 1 - math.floor(math.log10(abs(float(f"{v:.{digits}g}"))))
     return f"{v:,.{max(decimals, 0)}f}".rstrip("0").rstrip(".") if decimals > 0 else f"{v:,.0f}"
+
+
+def fmt_distinct(values: Sequence[Any], digits: int = 4, most: int = 10) -> list[str]:
+    """``values`` formatted with :func:`fmt`, with as many more significant digits (up to
+    ``most``) as it takes for different numbers to read differently (a table must not show
+    235.3 twice for 235.3 and 235.306)."""
+    distinct = {v for v in map(finite, values) if v is not None}
+    for d in range(digits, most + 1):
+        labels = [fmt(v, d) for v in values]
+        if len({fmt(v, d) for v in distinct}) == len(distinct):
+            return labels
+    return [fmt(v, most) for v in values]
