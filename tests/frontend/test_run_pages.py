@@ -212,3 +212,21 @@ def test_the_scenario_document_panel_shows_json(
     body = re.search(r'<pre class="code"[^>]*>(.*?)</pre>', panel, re.S)
     assert body is not None
     assert json.loads(html.unescape(body.group(1))) == glitches_run.document
+
+
+def test_a_long_system_name_is_shortened_in_the_table_with_the_full_name_as_title(
+    alice_client: Any, user: Any
+) -> None:
+    from simulations.services import catalog_seed
+
+    from .conftest import glitches_document, store_succeeded_run
+
+    catalog_seed()
+    doc = glitches_document(10)
+    long_name = "1x a100-80gb (vllm) + 7x u280 (flightllm, prefetch 4) " * 3
+    doc["systems"][1]["name"] = long_name.strip()
+    run = store_succeeded_run(user, doc)
+    page = alice_client.get(f"/runs/{run.pk}/").content.decode()
+    head = page.split('<table id="summary"', 1)[1].split("</thead>", 1)[0]
+    assert f'title="{html.escape(long_name.strip(), quote=True)}"' in head
+    assert html.escape(long_name.strip()) not in re.sub(r'title="[^"]*"', "", head)
