@@ -15,6 +15,7 @@ SYSTEM_COLUMNS: tuple[tuple[str, Any], ...] = (
     ("system", "name"),
     ("policy", "policy"),
     ("requests", "requests"),
+    ("clipped_requests", "clipped_requests"),
     ("generated_tokens", "generated_tokens"),
     ("span_s", "span_s"),
     ("throughput_tok_s", "throughput_tok_s"),
@@ -68,6 +69,16 @@ def systems_of(result: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     if not isinstance(result, Mapping):
         return []
     return [s for s in result.get("systems") or () if isinstance(s, Mapping)]
+
+
+def clipped_requests(systems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Systems some of whose requests were clipped to the model's context window (prompt
+    plus output cut to fit): ``{"name", "clipped", "requests"}`` each, in result order."""
+    return [
+        {"name": s.get("name", ""), "clipped": int(n), "requests": s.get("requests")}
+        for s in systems
+        if isinstance(n := s.get("clipped_requests"), int | float) and n > 0
+    ]
 
 
 def _ratio(system: Mapping[str, Any], base: Mapping[str, Any], key: str) -> float | None:

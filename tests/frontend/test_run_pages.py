@@ -230,3 +230,19 @@ def test_a_long_system_name_is_shortened_in_the_table_with_the_full_name_as_titl
     head = page.split('<table id="summary"', 1)[1].split("</thead>", 1)[0]
     assert f'title="{html.escape(long_name.strip(), quote=True)}"' in head
     assert html.escape(long_name.strip()) not in re.sub(r'title="[^"]*"', "", head)
+
+
+def test_requests_clipped_to_the_context_are_counted_on_the_page_and_in_the_csv(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    result = glitches_run.result
+    result["systems"][1]["clipped_requests"] = 3
+    SimulationRun.objects.filter(pk=glitches_run.pk).update(result=result)
+    glitches_run.refresh_from_db()
+    page = alice_client.get(f"/runs/{glitches_run.pk}/").content.decode()
+    notice = page.split('id="clipped"', 1)[1].split("</div>", 1)[0]
+    system = result["systems"][1]
+    assert f"{html.escape(system['name'])}: 3 of {system['requests']} requests" in notice
+    text = alice_client.get(f"/runs/{glitches_run.pk}/result.csv").content.decode()
+    rows = list(csv.DictReader(io.StringIO(text.split("\n\n")[0])))
+    assert [r["clipped_requests"] for r in rows] == ["0", "3"]
