@@ -46,7 +46,7 @@ from api.filters import IdFilter, StrictFilterSet, StrictQueryMixin
 from api.models import ApiToken
 from api.parsers import BoundedJSONParser, BoundedMultiPartParser
 from api.permissions import CatalogEditorOrReadOnly, IsOwnerOrReadOnly
-from api.renderers import CSVRenderer, columns_for, system_row
+from api.renderers import CSVRenderer, columns_for, result_table, system_row
 from api.throttles import (
     PlanSubmitThrottle,
     RunSubmitThrottle,
@@ -373,12 +373,6 @@ class RunFilter(StrictFilterSet):
     class Meta:
         model = SimulationRun
         fields = ("status", "scenario")
-
-
-def result_table(result: dict[str, Any]) -> dict[str, Any]:
-    """A result document as CSV columns and rows (one row per system)."""
-    rows = [system_row(system) for system in result.get("systems", [])]
-    return {"columns": columns_for(rows), "rows": rows}
 
 
 @extend_schema_view(

@@ -8,33 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from api.renderers import csv_text, result_table
 from frontend.charts.base import finite
 
-#: Columns of the systems CSV: (header, key or (key, sub-key)). Units are in the headers.
-SYSTEM_COLUMNS: tuple[tuple[str, Any], ...] = (
-    ("system", "name"),
-    ("policy", "policy"),
-    ("requests", "requests"),
-    ("clipped_requests", "clipped_requests"),
-    ("generated_tokens", "generated_tokens"),
-    ("span_s", "span_s"),
-    ("throughput_tok_s", "throughput_tok_s"),
-    ("prompt_tok_s", "prompt_tok_s"),
-    ("requests_per_s", "requests_per_s"),
-    *(
-        (f"{metric}_{q}{suffix}", (metric, q))
-        for metric, suffix in (("ttft", "_ms"), ("tpot", "_ms"), ("e2e", "_s"))
-        for q in ("mean", "p50", "p90", "p99")
-    ),
-    ("capex_usd", "capex_usd"),
-    ("cost_efficiency_tok_s_per_usd", "cost_efficiency_tok_s_per_usd"),
-    ("avg_power_w", "avg_power_w"),
-    ("energy_j", "energy_j"),
-    ("energy_j_per_token", "energy_j_per_token"),
-    ("energy_efficiency_tok_s_per_w", "energy_efficiency_tok_s_per_w"),
-    ("slo_attainment", "slo_attainment"),
-    ("slo_met", "slo_met"),
-)
 DEVICE_COLUMNS = (
     "device",
     "count",
@@ -48,12 +24,6 @@ DEVICE_COLUMNS = (
     "memory_capacity_gb",
     "calibration",
     "calibration_note",
-)
-#: Ratios to the baseline added to the CSV and the summary table.
-RATIO_KEYS = (
-    "throughput_tok_s",
-    "cost_efficiency_tok_s_per_usd",
-    "energy_efficiency_tok_s_per_w",
 )
 
 
@@ -81,26 +51,14 @@ def clipped_requests(systems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     ]
 
 
-def _ratio(system: Mapping[str, Any], base: Mapping[str, Any], key: str) -> float | None:
-    v, b = finite(system.get(key)), finite(base.get(key))
-    return v / b if v is not None and b is not None and b > 0 else None
-
-
 def result_csv(result: Mapping[str, Any], baseline: int = 0) -> str:
-    """One row per system (DESIGN.md §4 metrics, units in the headers) with the ratios to
-    the baseline, then one row per device group after a blank line."""
+    """The run page's "Result CSV": the systems table of ``/api/runs/{id}/result/?format=csv``
+    (one schema, :func:`api.renderers.result_table`; ratios to ``baseline``), then, after
+    a blank line, one row per device group (:data:`DEVICE_COLUMNS`)."""
     systems = systems_of(result)
     out = io.StringIO()
+    out.write(csv_text(result_table(result, baseline)))
     writer = csv.writer(out, lineterminator="\n")
-    base = systems[baseline] if 0 <= baseline < len(systems) else (systems[0] if systems else {})
-    writer.writerow(
-        [h for h, _ in SYSTEM_COLUMNS] + [f"{k}_vs_baseline" for k in RATIO_KEYS] + ["baseline"]
-    )
-    for s in systems:
-        row = [_cell(_get(s, key)) for _, key in SYSTEM_COLUMNS]
-        row += [_cell(_ratio(s, base, k)) for k in RATIO_KEYS]
-        row.append("yes" if s is base else "")
-        writer.writerow(row)
     writer.writerow([])
     writer.writerow(["system", *DEVICE_COLUMNS])
     for s in systems:
