@@ -794,6 +794,7 @@ class ScenarioSerializer(strict.ModelSerializer):
             owner=self.context["request"].user,
             document=validated_data["document"],
             shared=validated_data.get("shared", False),
+            new_systems=True,
         )
 
     def update(self, instance: Scenario, validated_data: dict[str, Any]) -> Scenario:

@@ -6,7 +6,11 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
-from api import measurements, views
+from api import (
+    measurements,
+    schema,  # noqa: F401  (registers the token authentication's extension)
+    views,
+)
 
 router = DefaultRouter()
 router.register("devices", views.DeviceViewSet, basename="device")

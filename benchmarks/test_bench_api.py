@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import random
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
+
+from tests.helpers import start_gunicorn
 
 USERS = 20
 DURATION_S = 20.0
@@ -149,36 +148,9 @@ class LoadUser(threading.Thread):
 
 
 def _start_gunicorn(port: int, db_name: str, log: Path) -> subprocess.Popen[bytes]:
-    from django.conf import settings
-
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="hetplanner.settings.test",
-        HETPLANNER_TEST_SESSION=settings.HETPLANNER_TEST_SESSION,
-        HETPLANNER_DB_NAME=db_name,
-        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
-        PYTHONPATH=str(REPO),
-    )
-    cmd = [
-        sys.executable, "-m", "gunicorn", "hetplanner.wsgi:application",
-        "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4",
-        "--worker-class", "gthread", "--log-level", "warning",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"gunicorn exited:\n{log.read_text()}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/api/")
-            if conn.getresponse().status == 401:
-                return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    pytest.fail("gunicorn did not answer within 60 s")
+    args = ["hetplanner.wsgi:application", "--workers", "2", "--threads", "4"]
+    args += ["--worker-class", "gthread", "--log-level", "warning"]
+    return start_gunicorn(args, port=port, db_name=db_name, log=log, timeout_s=60)
 
 
 def test_bench_api_20_users_on_gunicorn(

@@ -29,7 +29,6 @@ import random
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -37,6 +36,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+from tests.helpers import start_gunicorn
 
 USERS = 20
 DURATION_S = float(os.environ.get("HETPLANNER_BENCH_LOAD_S", "60"))
@@ -164,38 +165,13 @@ class LoadUser(threading.Thread):
 
 
 def _start_gunicorn(port: int, db_name: str, log: Path) -> subprocess.Popen[bytes]:
-    from django.conf import settings
-
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="hetplanner.settings.test",
-        HETPLANNER_TEST_SESSION=settings.HETPLANNER_TEST_SESSION,
-        HETPLANNER_DB_NAME=db_name,
-        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
-        PYTHONPATH=str(REPO),
-        GUNICORN_ACCESSLOG="",
+    args = ["-c", str(GUNICORN_CONFIG), "hetplanner.wsgi:application", "--log-level", "warning"]
+    env = {
+        "GUNICORN_ACCESSLOG": "",
         # the deployed setting (base.py); the test settings default to 0 for the test suite
-        DATABASE_CONN_MAX_AGE=os.environ.get("DATABASE_CONN_MAX_AGE", "60"),
-    )
-    cmd = [
-        sys.executable, "-m", "gunicorn", "-c", str(GUNICORN_CONFIG),
-        "hetplanner.wsgi:application", "--bind", f"127.0.0.1:{port}", "--log-level", "warning",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"gunicorn exited:\n{log.read_text()}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/api/")
-            if conn.getresponse().status == 401:
-                return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    pytest.fail("gunicorn did not answer within 90 s")
+        "DATABASE_CONN_MAX_AGE": os.environ.get("DATABASE_CONN_MAX_AGE", "60"),
+    }
+    return start_gunicorn(args, port=port, db_name=db_name, log=log, timeout_s=90, env=env)
 
 
 # --- what else ran: CPU time per process from /proc --------------------------------------------

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simulations.core import scenario as rules
+from simulations.core.errors import UnknownPolicyError
 from simulations.core.policies import get_policy, policy_names
 from simulations.core.policies.base import OptionSpec
 
@@ -84,14 +85,30 @@ class DeviceRow:
     errors: dict[str, list[str]] = field(default_factory=dict)
 
 
+def new_system_options(policy: str = "homogeneous") -> dict[str, dict[str, str]]:
+    """The option fields of a system block the user adds: the policy's
+    ``new_system_options`` (continuous batching with chunked prefill for ``homogeneous``),
+    as the form shows them."""
+    from simulations.core import policies as _registry  # noqa: F401  (fills the registry)
+
+    try:
+        fresh = get_policy(policy).new_system_options
+    except UnknownPolicyError:  # not implemented: nothing to pre-fill
+        return {}
+    return {policy: {name: _str(value) for name, value in fresh.items()}} if fresh else {}
+
+
 @dataclass
 class SystemBlock:
-    """One system as typed in the form, with its errors."""
+    """One system as typed in the form, with its errors. A block made without options (a
+    new system) starts with its policy's ``new_system_options``."""
 
     name: str = ""
     policy: str = "homogeneous"
     description: str = ""
-    options: dict[str, dict[str, str]] = field(default_factory=dict)  # policy → option → text
+    options: dict[str, dict[str, str]] = field(
+        default_factory=new_system_options
+    )  # policy → option → text
     devices: list[DeviceRow] = field(default_factory=lambda: [DeviceRow()])
     errors: dict[str, list[str]] = field(default_factory=dict)
 

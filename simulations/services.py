@@ -796,17 +796,24 @@ def scenario_validate(document: Any, *, user: Any = None) -> ScenarioSpec:
     return spec
 
 
-def scenario_create(*, owner: Any, document: Any, shared: bool = False) -> Scenario:
+def scenario_create(
+    *, owner: Any, document: Any, shared: bool = False, new_systems: bool = False
+) -> Scenario:
     """Validate and store a scenario document owned by ``owner``, and record the traces it
     uses (so they cannot be deleted under it).
 
     A trace file the repository ships (``traces/AzureLLMInferenceTrace_conv.csv``, as the
     shipped examples name it) is replaced by its built-in trace's slug.
+    With ``new_systems`` (a scenario written through the API, not an example or a plan's
+    recommendation) each system that names none of its policy's ``new_system_options``
+    gets them, and the document is stored so (``scenario.with_new_system_options``).
     Raises ScenarioValidationError (every problem, keyed by JSON path); nothing is stored then.
     """
     from simulations.builtin_traces import resolve_trace_files
 
     document = resolve_trace_files(document)
+    if new_systems:
+        document = scenario_rules.with_new_system_options(document)
     spec = scenario_validate(document, user=owner)
     with transaction.atomic():
         scenario = Scenario.objects.create(

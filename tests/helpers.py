@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import signal
+import subprocess
+import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,3 +69,45 @@ def celery_broker(url: str) -> Iterator[None]:
     finally:
         app.conf.broker_url = saved
         _reset_celery_pools()
+
+
+def start_gunicorn(
+    args: Sequence[str],
+    *,
+    port: int,
+    db_name: str,
+    log: Path,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """A gunicorn process serving this test session's database ``db_name`` on ``port``
+    (``args``: the app and its options after ``-m gunicorn``), once it answers ``/api/``;
+    its output goes to ``log``. Fails the test if it exits or stays silent ``timeout_s``."""
+    from django.conf import settings
+
+    repo = Path(__file__).resolve().parent.parent
+    full_env = dict(os.environ)
+    full_env.update(
+        DJANGO_SETTINGS_MODULE="hetplanner.settings.test",
+        HETPLANNER_TEST_SESSION=settings.HETPLANNER_TEST_SESSION,
+        HETPLANNER_DB_NAME=db_name,
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        PYTHONPATH=str(repo),
+        **(env or {}),
+    )
+    cmd = [sys.executable, "-m", "gunicorn", *args, "--bind", f"127.0.0.1:{port}"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=repo, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"gunicorn exited:\n{log.read_text()}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/api/")
+            if conn.getresponse().status == 401:  # up: the API asks who is calling
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    pytest.fail(f"gunicorn did not answer within {timeout_s:g} s")

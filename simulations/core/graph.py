@@ -636,3 +636,117 @@ def kv_cache_bytes(model: ModelSpec, tokens: int, kv_bits: int) -> float:
     if kv_bits not in KNOWN_BITS:
         raise SpecError("kv_bits", f"unknown precision: {kv_bits!r} bits")
     return model.kv_bytes_per_token(kv_bits) * tokens
+
+
+# --- mixed iterations (chunked prefill) -------------------------------------------------------
+
+
+def mixed_counts(
+    batch: int, kv_tokens: int, chunks: Sequence[tuple[int, int]], fused: bool
+) -> tuple[int, int, int, int]:
+    """``(tokens, sequences, attended, kv_read)`` of one iteration that decodes ``batch``
+    sequences over ``kv_tokens`` cached tokens in total and prefills the prompt chunks
+    ``(tokens, cached before)``: each decode token attends to its sequence's cache and
+    itself; a chunk of ``c`` tokens after ``o`` cached ones attends to the ``o`` and
+    causally within itself (``c·o + c(c+1)/2`` pairs fused, ``c·(o + c)`` eager)."""
+    tokens = batch
+    attended = kv_read = kv_tokens + batch
+    for c, o in chunks:
+        tokens += c
+        attended += c * o + (c * (c + 1) // 2 if fused else c * c)
+        kv_read += o + c
+    return tokens, batch + len(chunks), attended, kv_read
+
+
+@dataclass(frozen=True, slots=True)
+class MixedFrame:
+    """The operators of a pass of ``tokens`` new tokens over ``sequences`` sequences, split
+    around attention (as :class:`DecodeFrame`): a chunked-prefill iteration mixing decode
+    tokens and prompt chunks runs its GEMMs over all its tokens at once and one attention
+    (FlashAttention over variable-length queries, as vLLM's mixed batches), whose work
+    depends on the attended pairs and the KV tokens read (:func:`mixed_counts`)."""
+
+    model: ModelSpec
+    shapes: _Shapes
+    tokens: int
+    sequences: int
+    prec: Precision
+    fused: bool
+    head: tuple[Op, ...]
+    tail: tuple[Op, ...]
+    head_terms: tuple[tuple[float, ...], ...]
+    tail_terms: tuple[tuple[float, ...], ...]
+
+    def attention(self, attended: int, kv_read: int) -> tuple[Op, ...]:
+        """The attention operators of the pass."""
+        return tuple(
+            _attention_ops(self.shapes, self.tokens, attended, kv_read, self.prec, self.fused)
+        )
+
+    def graph(self, attended: int, kv_read: int) -> PhaseGraph:
+        """The pass's full operator graph (a prefill-phase pass)."""
+        ops = (*self.head, *self.attention(attended, kv_read), *self.tail)
+        return PhaseGraph(
+            Phase.PREFILL,
+            ops,
+            self.model.n_layers,
+            self.tokens,
+            self.sequences,
+            attended,
+            kv_read,
+        )
+
+    def totals(self, attention: Sequence[Op]) -> GraphTotals:
+        """The pass's totals from its ``attention`` operators (as :meth:`DecodeFrame.totals`)."""
+        mid = zip(*map(_op_terms, attention), strict=True)
+        return GraphTotals._make(
+            sum((*h, *m, *t)) for h, m, t in zip(self.head_terms, mid, self.tail_terms, strict=True)
+        )
+
+
+def mixed_frame(
+    model: ModelSpec,
+    tokens: int,
+    sequences: int,
+    prec: Precision = FP16,
+    *,
+    fused_attention: bool = False,
+) -> MixedFrame:
+    """The operators of a pass of ``tokens`` tokens over ``sequences`` sequences, split
+    around attention (cached per model, counts, precision and attention kind)."""
+    check_count("tokens", tokens)
+    check_count("sequences", sequences, maximum=tokens)
+    return _mixed_frame(model, tokens, sequences, prec, bool(fused_attention))
+
+
+@lru_cache(maxsize=4096)
+def _mixed_frame(
+    model: ModelSpec, tokens: int, sequences: int, prec: Precision, fused: bool
+) -> MixedFrame:
+    s = _shapes(model)
+    emb, fnorm, lm = _model_ops(s, tokens, sequences, prec)
+    head = (emb, *_pre_attention_ops(s, tokens, prec))
+    tail = (*_post_attention_ops(s, tokens, prec), fnorm, lm)
+
+    def terms(ops: tuple[Op, ...]) -> tuple[tuple[float, ...], ...]:
+        per_op = [_op_terms(op) for op in ops]
+        return tuple(tuple(t[i] for t in per_op) for i in range(len(GraphTotals._fields)))
+
+    return MixedFrame(
+        model, s, tokens, sequences, prec, fused, head, tail, terms(head), terms(tail)
+    )
+
+
+def mixed_attention(
+    model: ModelSpec,
+    tokens: int,
+    attended: int,
+    kv_read: int,
+    prec: Precision = FP16,
+    *,
+    fused_attention: bool = False,
+) -> tuple[Op, ...]:
+    """The attention operators of a mixed pass (:class:`MixedFrame`'s, without its frame)."""
+    return tuple(
+        _attention_ops(_shapes(model), tokens, attended, kv_read, prec, bool(fused_attention))
+    )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulations.core.catalog import Catalog
 from simulations.core.errors import ScenarioValidationError, SpecError, UnknownPolicyError
@@ -34,7 +34,6 @@ from simulations.core.json_fields import (
     reject_unknown_keys,
     type_name,
 )
-from simulations.core.policies import Policy, RoleSpec, get_policy
 from simulations.core.spec import (
     ArrivalKind,
     ArrivalSpec,
@@ -44,6 +43,7 @@ from simulations.core.spec import (
     ModelSpec,
     RuntimeProfile,
     ScenarioSpec,
+    SharedPrefixSpec,
     SloSpec,
     SystemSpec,
     TraceData,
@@ -78,7 +78,8 @@ MAX_SLO = 1e9
 MAX_OPTIONS = 64
 
 _TOP_KEYS = ("name", "description", "model", "workload", "systems", "slo")
-_WORKLOAD_KEYS = ("requests", "input_tokens", "output_tokens", "arrival", "seed")
+_WORKLOAD_KEYS = ("requests", "input_tokens", "output_tokens", "arrival", "seed", "shared_prefix")
+_PREFIX_KEYS = ("tokens", "fraction")
 _SYSTEM_KEYS = ("name", "description", "policy", "devices", "options")
 _PLACEMENT_KEYS = ("device", "count", "role", "runtime", "price_usd")
 _SLO_KEYS = ("ttft_p90_ms", "tpot_p90_ms", "ttft_p99_ms", "tpot_p99_ms", "e2e_p90_s")
@@ -94,7 +95,18 @@ _ARRIVAL_KEYS = {
     "trace": ("kind", "trace", "time_scale"),
 }
 
+if TYPE_CHECKING:  # the registry is imported where a policy is looked up (start-up time)
+    from simulations.core.policies import Policy, RoleSpec
+
 TraceLoader = Callable[[str | Path], TraceData]
+
+
+def get_policy(name: str) -> type[Policy]:
+    """The registered policy ``name`` (the registry is imported on first use, not when this
+    module is: every management command imports the scenario rules at start-up)."""
+    from simulations.core.policies import get_policy as lookup
+
+    return lookup(name)
 
 
 # --- workload --------------------------------------------------------------------------------
@@ -258,6 +270,11 @@ def _workload(
     out = _length_dist(errs, "workload.output_tokens", obj.get("output_tokens"), refs)
     arrival = _arrival(errs, "workload.arrival", obj.get("arrival"), refs)
     seed = read_int(errs, "workload.seed", obj.get("seed", 0), minimum=0, maximum=MAX_SEED)
+    prefix: SharedPrefixSpec | None = None
+    prefix_ok = True
+    if obj.get("shared_prefix") is not None:
+        prefix = _shared_prefix(errs, obj["shared_prefix"])
+        prefix_ok = prefix is not None
     trace = _resolve_trace(
         errs, refs, traces or {}, Path(trace_dir) if trace_dir is not None else None, loader
     )
@@ -269,7 +286,7 @@ def _workload(
             errs.add("workload.requests", f"must not exceed the trace's {rows} requests")
     if requests is None or inp is None or out is None or arrival is None or seed is None:
         return None
-    if refs and trace is None:
+    if (refs and trace is None) or not prefix_ok:
         return None
     return WorkloadSpec(
         requests=requests,
@@ -278,7 +295,29 @@ def _workload(
         arrival=arrival,
         seed=seed,
         trace=trace,
+        shared_prefix=prefix,
     )
+
+
+def _shared_prefix(errs: Errors, value: Any) -> SharedPrefixSpec | None:
+    """``{"tokens": P, "fraction": f}``: a system prompt of P tokens shared by a fraction f
+    of the requests."""
+    path = "workload.shared_prefix"
+    obj = read_mapping(errs, path, value)
+    if obj is None:
+        return None
+    reject_unknown_keys(errs, path, obj, _PREFIX_KEYS)
+    tokens = _tokens(errs, key_path(path, "tokens"), obj.get("tokens"))
+    fraction = obj.get("fraction")
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float):
+        errs.add(key_path(path, "fraction"), "must be a number in [0, 1]")
+        return None
+    if not 0.0 <= float(fraction) <= 1.0:
+        errs.add(key_path(path, "fraction"), "must lie in [0, 1]")
+        return None
+    if tokens is None:
+        return None
+    return SharedPrefixSpec(tokens=tokens, fraction=float(fraction))
 
 
 # --- systems ---------------------------------------------------------------------------------
@@ -637,6 +676,32 @@ def workload_trace_names(workload: Any) -> set[str]:
     return names
 
 
+def with_new_system_options(doc: Any) -> Any:
+    """``doc`` (a scenario document, not validated yet) with each system that names none of
+    its policy's ``new_system_options`` given them (a copy; anything else is unchanged).
+
+    What the builder and the API do when a scenario is *created*: a new homogeneous system
+    runs continuous batching as vLLM does today. A system that names any of those options
+    chose its batching itself and is left as given; stored scenarios are never rewritten.
+    """
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("systems"), list):
+        return doc
+    out = dict(doc)
+    systems = []
+    for system in doc["systems"]:
+        if isinstance(system, Mapping) and isinstance(system.get("policy"), str):
+            try:
+                fresh = get_policy(system["policy"]).new_system_options
+            except UnknownPolicyError:
+                fresh = {}
+            options = system.get("options", {})
+            if fresh and isinstance(options, Mapping) and not set(fresh) & set(options):
+                system = {**system, "options": {**options, **fresh}}
+        systems.append(system)
+    out["systems"] = systems
+    return out
+
+
 def _dist_document(dist: LengthDist, trace: str | None) -> Any:
     if dist.kind is LengthDistKind.FIXED:
         return dist.value
@@ -675,6 +740,16 @@ def scenario_to_document(spec: ScenarioSpec) -> dict[str, Any]:
             "output_tokens": _dist_document(wl.output_tokens, trace),
             "arrival": arrival,
             "seed": wl.seed,
+            **(
+                {
+                    "shared_prefix": {
+                        "tokens": wl.shared_prefix.tokens,
+                        "fraction": wl.shared_prefix.fraction,
+                    }
+                }
+                if wl.shared_prefix is not None
+                else {}
+            ),
         },
         "systems": [
             {
@@ -724,5 +799,6 @@ __all__ = [
     "parse_workload",
     "scenario_to_document",
     "trace_names",
+    "with_new_system_options",
     "workload_trace_names",
 ]

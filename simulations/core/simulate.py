@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from typing import Any
 
 import numpy as np
@@ -10,7 +12,24 @@ from .errors import SpecError
 from .policies import get_policy
 from .policies.base import ProgressFn
 from .provenance import annotate_result
-from .spec import ScenarioSpec
+from .spec import ScenarioSpec, SystemSpec
+
+
+def _system_key(system: SystemSpec) -> str:
+    """What decides a system's result besides the scenario: its policy, its placements
+    (device, count, role, runtime, quoted price) and its options — not its name."""
+    return json.dumps(
+        {
+            "policy": system.policy,
+            "devices": [
+                [p.device.slug, p.count, p.role, p.runtime.slug, p.quoted_price_usd]
+                for p in system.devices
+            ],
+            "options": system.options,
+        },
+        sort_keys=True,
+        default=repr,
+    )
 
 
 def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> dict[str, Any]:
@@ -24,14 +43,27 @@ def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> d
     from a system's run is re-raised with its field prefixed by ``systems[i].`` (unless it
     names the workload or model, which all systems share) and the system's name appended.
     Each device entry of each system carries its profile's provenance
-    (:func:`~.provenance.annotate_result`).
+    (:func:`~.provenance.annotate_result`). A system identical to an earlier one but for
+    its name (same policy, placements and options) is not simulated again: its result is
+    the earlier one's under its own name (unless its policy ``uses_rng``).
     """
     from . import policies as _policies  # noqa: F401  (fills the registry)
 
     classes = [get_policy(s.policy) for s in scenario.systems]
     n = len(scenario.systems)
     results = []
+    done: dict[str, dict[str, Any]] = {}
     for i, (system, cls) in enumerate(zip(scenario.systems, classes, strict=True)):
+        key = _system_key(system) if not cls.uses_rng else None
+        if key is not None and key in done:
+            # The same policy, devices and options see the same requests: the same result
+            # (policies that draw from their generator opt out with ``uses_rng``).
+            result = copy.deepcopy(done[key])
+            result["name"] = system.name
+            results.append(result)
+            if progress is not None:
+                progress((i + 1) / n)
+            continue
         rng = np.random.default_rng([scenario.workload.seed, i])
 
         def sub_progress(frac: float, i: int = i) -> None:
@@ -49,6 +81,8 @@ def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> d
             raise type(exc)(field, f"{exc.message} (system {system.name!r})") from exc
         # Every device entry says how its profile was calibrated, whatever built it.
         annotate_result(system, scenario.model, result)
+        if key is not None:
+            done[key] = copy.deepcopy(result)
         results.append(result)
     if progress is not None:
         progress(1.0)

@@ -510,9 +510,25 @@ class TraceData:
     name: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class SharedPrefixSpec:
+    """A system prompt of ``tokens`` tokens at the start of the prompts of a ``fraction`` of
+    the requests (drawn per request from the workload's seed); a serving stack with prefix
+    caching prefills it once and shares its KV blocks."""
+
+    tokens: int
+    fraction: float
+
+    def __post_init__(self) -> None:
+        check_count("workload.shared_prefix.tokens", self.tokens)
+        if not (0.0 <= self.fraction <= 1.0):
+            raise SpecError("workload.shared_prefix.fraction", "must lie in [0, 1]")
+
+
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """A workload: how many requests, their lengths and arrivals, and the seed."""
+    """A workload: how many requests, their lengths and arrivals, the seed, and an optional
+    shared prefix."""
 
     requests: int
     input_tokens: LengthDist
@@ -520,6 +536,7 @@ class WorkloadSpec:
     arrival: ArrivalSpec
     seed: int = 0
     trace: TraceData | None = field(default=None, compare=False)
+    shared_prefix: SharedPrefixSpec | None = None
 
 
 # --- systems and scenarios -------------------------------------------------------------------

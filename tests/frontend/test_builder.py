@@ -149,8 +149,9 @@ def test_invalid_input_shows_errors_beside_the_fields_and_stores_nothing(
     assert SimulationRun.objects.count() == 0
 
     def errors_after(marker: str) -> str:
+        # the field's cell, to its end (a device select lists the whole catalog first)
         tail = html.split(marker, 1)[1]
-        return tail[: tail.index("</td>") if "</td>" in tail[:3000] else 1500]
+        return tail[: tail.index("</td>")]
 
     count_cell = errors_after('name="sys-0-dev-1-count"')
     assert "must be at least 1" in count_cell
@@ -369,3 +370,27 @@ def test_a_new_scenario_with_a_bad_price_is_not_stored(alice_client: Any, seeded
         response.content.decode(), 'name="sys-0-dev-0-price_usd"'
     )
     assert not Scenario.objects.exists()
+
+
+def test_a_new_system_in_the_builder_starts_with_continuous_batching() -> None:
+    state = builder.BuilderState()
+    assert builder.apply_action(state, "add_system")
+    for block in state.systems:
+        assert block.option_text("homogeneous", "max_batch") == "256"
+        assert block.option_text("homogeneous", "chunked_prefill") == "true"
+    state.model = "llama2-7b"
+    doc = state.to_document()
+    assert doc["systems"][1]["options"] == {
+        "max_batch": 256,
+        "max_batched_tokens": 2048,
+        "chunked_prefill": True,
+        "prefix_caching": True,
+    }
+
+
+def test_a_loaded_scenario_keeps_its_systems_options_in_the_builder() -> None:
+    state = builder.state_from_document(glitches_document())
+    homogeneous = [b for b in state.systems if b.policy == "homogeneous"]
+    assert homogeneous
+    for block in homogeneous:
+        assert block.option_text("homogeneous", "chunked_prefill") == ""

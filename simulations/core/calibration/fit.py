@@ -47,7 +47,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from simulations.core.catalog import Catalog
 from simulations.core.devices.gpu import GpuModel
@@ -601,6 +600,10 @@ def _solve(
         r = prob.residuals(values(x), idx)
         # A non-finite prediction (no time at all) must repel the solver, not crash it.
         return np.where(np.isfinite(r), r, 1e6)
+
+    # Imported here: scipy.optimize costs 0.35 s to import, which every management command
+    # would pay (the admin imports the calibration services at start-up).
+    from scipy.optimize import least_squares
 
     best = None
     starts = [START] + ([{**START, **START_HIGH}] if any(n in START_HIGH for n in free) else [])

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.options import OptionSpec, resolve
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile
@@ -78,6 +80,10 @@ class DeviceModel(ABC):
 
     params: ClassVar[tuple[OptionSpec, ...]] = ()
     settings: ClassVar[tuple[OptionSpec, ...]] = ()
+    #: Whether :meth:`decode_step`'s seconds are convex in ``kv_tokens`` for every batch (a
+    #: constant plus maxima of affine terms), which lets the engine verify its decode
+    #: curve's pieces at their ends only. A family that is not sure keeps False.
+    decode_convex_in_kv: ClassVar[bool] = False
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         self.device = device
@@ -92,6 +98,49 @@ class DeviceModel(ABC):
     def decode_step(self, model: ModelSpec, batch: int, kv_tokens: int) -> PhaseCost:
         """Cost of one decode iteration: ``batch`` sequences, ``kv_tokens`` cached tokens in
         total across the batch (before this step's token is appended)."""
+
+    def decode_steps(
+        self, model: ModelSpec, batch: int, kv_tokens: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Seconds and joules of :meth:`decode_step` at each of ``kv_tokens`` (an int64
+        array), as float64 arrays equal to the scalar calls element by element.
+
+        The engine asks for many steps of one batch size at once while it learns a decode
+        curve; this default calls :meth:`decode_step` per element. A family whose step is
+        plain arithmetic over the cached tokens overrides it with array arithmetic in the
+        same order of operations (so every value stays bit-identical).
+        """
+        costs = [self.decode_step(model, batch, int(k)) for k in kv_tokens]
+        return (
+            np.array([c.seconds for c in costs], dtype=np.float64),
+            np.array([c.joules for c in costs], dtype=np.float64),
+        )
+
+    def with_shared_kv(self) -> DeviceModel:
+        """This model for a scheduler whose sequences share KV blocks (prefix caching): a
+        family whose capacity checks count each step's cached tokens returns a twin that
+        leaves the KV cache to the scheduler's pool. The default is the model itself."""
+        return self
+
+    def chunked_step(
+        self,
+        model: ModelSpec,
+        batch: int,
+        kv_tokens: int,
+        chunks: Sequence[tuple[int, int]],
+    ) -> PhaseCost:
+        """Cost of one chunked-prefill iteration (Sarathi-Serve, vLLM's default scheduler):
+        ``batch`` sequences decode one token each over ``kv_tokens`` cached tokens in total
+        while the prompt chunks ``(tokens, cached before)`` are prefilled in the same pass.
+
+        A family that cannot cost such a mixed pass keeps this default, which refuses it:
+        a system with ``chunked_prefill`` on such devices is rejected naming the option.
+        """
+        raise SpecError(
+            "options.chunked_prefill",
+            f"{self.device.kind} devices ({self.device.slug}) cannot run chunked prefill: "
+            "their cost model has no mixed decode-and-prefill iteration",
+        )
 
     @abstractmethod
     def weights_bytes(self, model: ModelSpec) -> float:

@@ -7,9 +7,13 @@ whatever runtime profile runs on it; nothing in here is specific to one device o
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
 
 from simulations.core.errors import SpecError
 from simulations.core.graph import (
@@ -22,6 +26,8 @@ from simulations.core.graph import (
     Precision,
     decode_frame,
     decode_graph,
+    mixed_counts,
+    mixed_frame,
     prefill_graph,
 )
 from simulations.core.graph import (
@@ -149,6 +155,62 @@ class _DecodePlan:
     kv_per_token: float
 
 
+#: One operator of a mixed pass as affine functions of ``(1, T, n, p, kv)`` — the pass's
+#: tokens, sequences, attended pairs and KV tokens read: compute seconds, memory seconds,
+#: FLOPs × repeat, bytes × repeat, activation bytes (each a 5-tuple), and its repeat.
+_Row = tuple[
+    tuple[float, ...],
+    tuple[float, ...],
+    tuple[float, ...],
+    tuple[float, ...],
+    tuple[float, ...],
+    float,
+]
+
+
+@dataclass(slots=True)
+class _MixedLin:
+    """A mixed pass's cost as affine functions of its counts (:meth:`GpuModel._mixed_lin`):
+    the operators that depend on the tokens only (``by_tokens``), on the sequences only
+    (``by_seqs``) and attention (``attention``); each part's accumulated seconds are
+    memoised per count (``t_memo``, ``n_memo``)."""
+
+    by_tokens: tuple[_Row, ...]
+    by_seqs: tuple[_Row, ...]
+    attention: tuple[_Row, ...]
+    per_op: float
+    host: tuple[float, ...]
+    weights: float
+    kv_per_token: float
+    t_memo: dict[int, tuple[float, float, float, float, float, float]]
+    n_memo: dict[int, tuple[float, float, float, float, float, float]]
+
+
+def _rows_cost(
+    rows: tuple[_Row, ...], x: tuple[int, int, int, int, int], per_op: float
+) -> tuple[float, float, float, float, float, float]:
+    """(seconds, compute-bound, memory-bound, FLOPs, bytes, largest activation bytes) of
+    ``rows`` at the counts ``x``."""
+    seconds = t_comp = t_mem = flops = nbytes = act = 0.0
+    _, t, n, p, kv = x
+    for cc, mc, fc, bc, ac, r in rows:
+        # _lin inlined (the engine's hot path)
+        c = cc[0] + cc[1] * t + cc[2] * n + cc[3] * p + cc[4] * kv
+        m = mc[0] + mc[1] * t + mc[2] * n + mc[3] * p + mc[4] * kv
+        if c >= m:
+            t_comp += c * r
+            seconds += (c if c > per_op else per_op) * r
+        else:
+            t_mem += m * r
+            seconds += (m if m > per_op else per_op) * r
+        flops += fc[0] + fc[1] * t + fc[2] * n + fc[3] * p + fc[4] * kv
+        nbytes += bc[0] + bc[1] * t + bc[2] * n + bc[3] * p + bc[4] * kv
+        a = ac[0] + ac[1] * t + ac[2] * n + ac[3] * p + ac[4] * kv
+        if a > act:
+            act = a
+    return seconds, t_comp, t_mem, flops, nbytes, act
+
+
 @register_device_model(DeviceKind.GPU)
 class GpuModel(DeviceModel):
     """Roofline GPU with per-kernel host overhead (GLITCHES §III-A, Tables I–II).
@@ -192,6 +254,10 @@ class GpuModel(DeviceModel):
     throttling; glue kernels have no GPU time; idle draw is ``power_wait_frac × TDP``
     (datasheets publish no idle power).
     """
+
+    #: A decode step is the batch's fixed operators plus, per attention operator,
+    #: max(compute, memory, launch/floor) of terms affine in the cached tokens: convex.
+    decode_convex_in_kv: ClassVar[bool] = True
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         super().__init__(device, runtime)
@@ -239,6 +305,11 @@ class GpuModel(DeviceModel):
         self.p_wait = frac_param(runtime, "power_wait_frac", 0.0) * device.tdp_w
         self._cache: dict[tuple[object, ...], PhaseCost] = {}
         self._plans: dict[tuple[ModelSpec, int], _DecodePlan] = {}
+        self._mixed_lins: dict[ModelSpec, _MixedLin] = {}
+        self._last_lin: tuple[ModelSpec, _MixedLin] | None = None
+        self._tail_arrays: dict[int, tuple[_DecodePlan, np.ndarray, np.ndarray, np.ndarray]] = {}
+        #: Whether the capacity checks count the cached tokens (see :meth:`with_shared_kv`).
+        self.counts_kv = True
 
     # --- public API ----------------------------------------------------------------------
 
@@ -269,7 +340,10 @@ class GpuModel(DeviceModel):
         plan = self._decode_plan(model, batch)
         attn = plan.frame.attention(kv_tokens)
         workspace = max(plan.workspace, *(op.act_read_bytes + op.act_write_bytes for op in attn))
-        needed = plan.weights + plan.kv_per_token * (kv_tokens + batch) + workspace
+        if self.counts_kv:
+            needed = plan.weights + plan.kv_per_token * (kv_tokens + batch) + workspace
+        else:
+            needed = plan.weights + workspace
         check_capacity(self.device, needed, f"{model.slug} (decode)")
         # The same accumulation as _split over decode_graph(...).ops, in the same order, with
         # the operators around attention (the same at every step) replayed from the plan.
@@ -286,6 +360,127 @@ class GpuModel(DeviceModel):
         t_wait = max(0.0, seconds - t_comp - t_mem)
         cost = self._priced(plan.frame.totals(attn), seconds, t_comp, t_mem, t_wait)
         self._remember(key, cost)
+        return cost
+
+    def with_shared_kv(self) -> GpuModel:
+        """This model without the KV cache in its capacity checks (the scheduler's KV pool
+        bounds it; with prefix caching sequences share blocks, which a step's cached-token
+        count cannot tell). Shares this model's caches."""
+        twin = copy.copy(self)
+        twin.counts_kv = False
+        return twin
+
+    def decode_steps(
+        self, model: ModelSpec, batch: int, kv_tokens: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Seconds and joules of :meth:`decode_step` at every element of ``kv_tokens``, with
+        numpy arrays in place of the cached-token count: the same operators, the same float
+        operations in the same order (``a + 0.0`` stands for a term not added), so every
+        value equals the scalar call's bit for bit."""
+        check_count("batch", batch)
+        kv = np.asarray(kv_tokens, dtype=np.int64)
+        if kv.size == 0:
+            return np.zeros(0), np.zeros(0)
+        if int(kv.min()) < 0 or int(kv.max()) > 10**12:
+            check_count("kv_tokens", int(kv.min() if kv.min() < 0 else kv.max()), minimum=0)
+        plan = self._decode_plan(model, batch)
+        attn = plan.frame.attention(kv)  # type: ignore[arg-type]  # arrays in, arrays out
+        workspace: Any = plan.workspace
+        for op in attn:
+            workspace = np.maximum(workspace, op.act_read_bytes + op.act_write_bytes)
+        if self.counts_kv:
+            needed = plan.weights + plan.kv_per_token * (kv + batch) + workspace
+        else:
+            needed = plan.weights + workspace + 0 * kv  # an array, like kv
+        over = np.flatnonzero(needed > self.device.memory_capacity_bytes)
+        if over.size:
+            self.decode_step(model, batch, int(kv[over[0]]))  # raises the scalar CapacityError
+        per_op = plan.per_op
+        seconds, t_comp, t_mem = plan.head
+        s_arr: Any = seconds
+        c_arr: Any = t_comp
+        m_arr: Any = t_mem
+        att = kv + batch
+        for op in attn:
+            if self.kernels is None:
+                c = op.flops / self.ops_rate
+                m = op.bytes / self.bw
+            else:
+                c, m = self.kernels.cm(op, True, batch, att)  # type: ignore[arg-type]
+            r = op.repeat
+            comp = c >= m
+            x = np.where(comp, c * r, m * r)
+            y = np.where(comp, np.where(c > per_op, c, per_op), np.where(m > per_op, m, per_op)) * r
+            c_arr = c_arr + np.where(comp, x, 0.0)
+            m_arr = m_arr + np.where(comp, 0.0, x)
+            s_arr = s_arr + y
+        # The tail's terms added one after the other, as the scalar step adds them:
+        # np.add.accumulate runs strictly left to right along a row (unlike np.sum).
+        ys, xc, xm = self._tail_rows(plan)
+        s_arr = _add_in_order(s_arr, ys, kv.shape)
+        c_arr = _add_in_order(c_arr, xc, kv.shape)
+        m_arr = _add_in_order(m_arr, xm, kv.shape)
+        s_arr = s_arr + plan.host_only
+        t_wait = np.maximum(0.0, s_arr - c_arr - m_arr)
+        joules = self.p_compute * c_arr + self.p_memory * m_arr + self.p_wait * t_wait
+        shape = kv.shape
+        return (
+            np.broadcast_to(np.asarray(s_arr, dtype=np.float64), shape).copy(),
+            np.broadcast_to(np.asarray(joules, dtype=np.float64), shape).copy(),
+        )
+
+    def chunked_step(
+        self,
+        model: ModelSpec,
+        batch: int,
+        kv_tokens: int,
+        chunks: Sequence[tuple[int, int]],
+    ) -> PhaseCost:
+        """Cost of one chunked-prefill iteration: the GEMMs and elementwise kernels run once
+        over the decode tokens and the chunks' tokens together (the decodes ride along the
+        prefill, Sarathi-Serve §4), attention is one prefill-class (FlashAttention) kernel
+        over every query's cached and new keys (:func:`~simulations.core.graph.mixed_counts`),
+        the LM head and sampler run on every sequence of the pass (vLLM computes the logits
+        of a partial prompt and discards them), and the host's step is paid once. A single
+        chunk from an empty cache and no decodes costs what :meth:`prefill` of it costs (to
+        rounding: the operators outside attention are summed as affine functions)."""
+        if not (type(batch) is int and batch >= 0):  # the engine's hot path: checks inline
+            check_count("batch", batch, minimum=0)
+        if not (type(kv_tokens) is int and 0 <= kv_tokens <= 10**12):
+            check_count("kv_tokens", kv_tokens, minimum=0, maximum=10**12)
+        tokens, sequences, attended, kv_read = mixed_counts(
+            batch, kv_tokens, chunks, self.fused_attention
+        )
+        # Not memoised per call: a mixed iteration's counts rarely repeat (its parts are).
+        lin = self._mixed_lin(model)
+        per_op = lin.per_op
+        x = (1, tokens, sequences, attended, kv_read)
+        part_t = lin.t_memo.get(tokens)
+        if part_t is None:
+            if len(lin.t_memo) >= 65536:
+                lin.t_memo.clear()
+            part_t = lin.t_memo[tokens] = _rows_cost(lin.by_tokens, x, per_op)
+        part_n = lin.n_memo.get(sequences)
+        if part_n is None:
+            if len(lin.n_memo) >= 65536:
+                lin.n_memo.clear()
+            part_n = lin.n_memo[sequences] = _rows_cost(lin.by_seqs, x, per_op)
+        part_a = _rows_cost(lin.attention, x, per_op)
+        workspace = max(part_t[5], part_n[5], part_a[5])
+        needed = lin.weights + (lin.kv_per_token * kv_read if self.counts_kv else 0.0) + workspace
+        if needed > self.device.memory_capacity_bytes:
+            check_capacity(self.device, needed, f"{model.slug} (chunked prefill)")
+        seconds = part_t[0] + part_a[0] + part_n[0] + lin.host[0] + lin.host[2] * sequences
+        t_comp = part_t[1] + part_a[1] + part_n[1]
+        t_mem = part_t[2] + part_a[2] + part_n[2]
+        t_wait = max(0.0, seconds - t_comp - t_mem)
+        joules = self.p_compute * t_comp + self.p_memory * t_mem + self.p_wait * t_wait
+        cost = PhaseCost(
+            seconds=seconds,
+            joules=joules,
+            flops=part_t[3] + part_a[3] + part_n[3],
+            bytes=part_t[4] + part_a[4] + part_n[4],
+        )
         return cost
 
     @property
@@ -584,6 +779,112 @@ class GpuModel(DeviceModel):
         )
         return plan
 
+    def _tail_rows(self, plan: _DecodePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A decode plan's tail terms as rows: charged seconds, compute-bound and
+        memory-bound kernel seconds (each in the order the scalar step adds them)."""
+        rows = self._tail_arrays.get(id(plan))
+        if rows is None or rows[0] is not plan:
+            tail = plan.tail
+            rows = (
+                plan,
+                np.array([y for _, _, y in tail], dtype=np.float64),
+                np.array([x for c, x, _ in tail if c], dtype=np.float64),
+                np.array([x for c, x, _ in tail if not c], dtype=np.float64),
+            )
+            if len(self._tail_arrays) >= 4096:
+                self._tail_arrays.clear()
+            self._tail_arrays[id(plan)] = rows
+        return rows[1], rows[2], rows[3]
+
+    def _mixed_lin(self, model: ModelSpec) -> _MixedLin:
+        """Every operator of a mixed pass as affine functions of ``(1, T, n, p, kv)`` (its
+        FLOPs and bytes are, and so are the roofline's and the kernel model's compute and
+        memory times), read off five passes differing in one count each."""
+        last = self._last_lin
+        if last is not None and last[0] is model:
+            return last[1]  # the engine asks for one model: skip hashing the spec
+        lin = self._mixed_lins.get(model)
+        if lin is not None:
+            self._last_lin = (model, lin)
+            return lin
+        base = (1, 2, 1, 1, 1)
+        points = [base] + [
+            tuple(v + (1 if i == j else 0) for i, v in enumerate(base)) for j in range(1, 5)
+        ]
+        table: list[list[tuple[float, float, float, float, float, float]]] = []
+        kinds: list[str] = []
+        hosts: list[float] = []
+        per_op = 0.0
+        for pt in points:
+            _, t, n, p, kv = pt
+            frame = mixed_frame(model, t, n, self.precision, fused_attention=self.fused_attention)
+            g = frame.graph(p, kv)
+            per_op, host_only = self._host(len(g.layer_ops), g.n_layers)
+            ops = [(op, "graph") for op in (*frame.head, *frame.tail)]
+            ops += [(op, "attn") for op in frame.attention(p, kv)]
+            if self.kernels is not None:
+                k = self.kernels
+                per_op = max(per_op, k.floor_s)
+                sampler = sampler_op(g.ops[-1].out_features, g.sequences, self.precision)
+                ops += [(op, "extra") for op in (*self._layer_extras(g), sampler)]
+                host_only = (
+                    host_only
+                    + k.layer_fixed_s * g.n_layers
+                    + k.bookkeeping_s(self.kernels_per_pass)
+                    + k.host_s(g.sequences)
+                )
+            row_vals = []
+            for op, kind in ops:
+                if self.kernels is None:
+                    c, m = op.flops / self.ops_rate, op.bytes / self.bw
+                else:
+                    c, m = self.kernels.cm(op, False, t, p)
+                counted = kind != "extra"  # graph totals hold the graph's operators only
+                row_vals.append(
+                    (
+                        c,
+                        m,
+                        op.flops * op.repeat if counted else 0.0,
+                        op.bytes * op.repeat if counted else 0.0,
+                        op.act_read_bytes + op.act_write_bytes,
+                        float(op.repeat),
+                    )
+                )
+            table.append(row_vals)
+            hosts.append(host_only)
+            kinds = [kind for _, kind in ops]
+        rows: list[_Row] = []
+        for i in range(len(table[0])):
+            coefs = []
+            for q in range(5):
+                v0 = table[0][i][q]
+                d = [table[j][i][q] - v0 for j in range(1, 5)]
+                const = v0 - sum(dj * bj for dj, bj in zip(d, base[1:], strict=True))
+                coefs.append((const, *d))
+            rows.append((coefs[0], coefs[1], coefs[2], coefs[3], coefs[4], table[0][i][5]))
+        by_tokens, by_seqs, attention = [], [], []
+        for row, kind in zip(rows, kinds, strict=True):
+            if kind == "attn":
+                attention.append(row)
+            elif any(abs(c[2]) > 0.0 for c in row[:5]):
+                by_seqs.append(row)  # the final norm, the LM head, the sampler
+            else:
+                by_tokens.append(row)
+        host_per_seq = hosts[2] - hosts[0]
+        lin = self._mixed_lins[model] = _MixedLin(
+            by_tokens=tuple(by_tokens),
+            by_seqs=tuple(by_seqs),
+            attention=tuple(attention),
+            per_op=per_op,
+            host=(hosts[0] - host_per_seq * base[2], 0.0, host_per_seq),
+            weights=self.weights_bytes(model),
+            kv_per_token=model.kv_bytes_per_token(self.runtime.kv_bits),
+            t_memo={},
+            n_memo={},
+        )
+        self._last_lin = (model, lin)
+        return lin
+
     def _check_fits(self, model: ModelSpec, g: PhaseGraph, resident_tokens: int) -> None:
         workspace = max((op.act_read_bytes + op.act_write_bytes) for op in g.ops)
         needed = (
@@ -597,6 +898,17 @@ class GpuModel(DeviceModel):
         if len(self._cache) >= 65536:
             self._cache.clear()
         self._cache[key] = cost
+
+
+def _add_in_order(start: Any, terms: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``start`` (an array of ``shape`` or a scalar) plus each of ``terms`` in turn, left to
+    right, for every element: the scalar loop's float additions, vectorised."""
+    if terms.size == 0:
+        return np.broadcast_to(np.asarray(start, dtype=np.float64), shape)
+    grid = np.empty((*shape, terms.size + 1), dtype=np.float64)
+    grid[..., 0] = start
+    grid[..., 1:] = terms
+    return np.add.accumulate(grid, axis=-1)[..., -1]
 
 
 def _accumulate(

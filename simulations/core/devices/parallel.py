@@ -39,6 +39,7 @@ device at the link's full bandwidth per direction.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -312,6 +313,31 @@ class ParallelGroup(DeviceModel):
         c = self.inner.decode_step(self._stage(model), mb, -(-kv_tokens // m))
         comm = self.stage_comm_s(model, mb)
         return self._pipeline([(c, comm)] * m)
+
+    def chunked_step(
+        self,
+        model: ModelSpec,
+        batch: int,
+        kv_tokens: int,
+        chunks: Sequence[tuple[int, int]],
+    ) -> PhaseCost:
+        """A chunked-prefill iteration through a tensor-parallel group: one shard's mixed
+        pass plus the all-reduces of all its tokens (as :meth:`prefill`). Pipeline groups
+        refuse it: how vLLM schedules chunks across micro-batches is not modelled."""
+        if self.pp != 1:
+            raise SpecError(
+                "options.chunked_prefill",
+                "chunked prefill is modelled for tensor parallelism, not pipeline_parallel > 1",
+            )
+        c = self.inner.chunked_step(self._shard(model), batch, kv_tokens, chunks)
+        tokens = batch + sum(n for n, _ in chunks)
+        return _scaled(c, self.tp, self.stage_comm_s(model, tokens), self.inner)
+
+    def with_shared_kv(self) -> DeviceModel:
+        """This group over its device model's :meth:`~DeviceModel.with_shared_kv` twin."""
+        twin = copy.copy(self)
+        twin.inner = self.inner.with_shared_kv()
+        return twin
 
     def collective_prefill_s(self, model: ModelSpec, seq_lens: Sequence[int]) -> float:
         """Seconds each device of the group communicates during the prefill ``seq_lens``."""

@@ -123,6 +123,7 @@ class Unit:
         timeline_cap: int | None = DEFAULT_TIMELINE_CAP,
         step_overhead_s: float = 0.0,
         share_with: Unit | None = None,
+        convex: bool = False,
     ) -> None:
         self.index = index
         self.placement = placement
@@ -161,7 +162,16 @@ class Unit:
                 c = dm.decode_step(model, batch, kv)
                 return c.seconds + step_overhead_s, c.joules + overhead_j
 
-            self.curve = DecodeCurve(step_fn, exact=exact)
+            def steps_fn(batch: int, kv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                secs, joules = dm.decode_steps(model, batch, kv)
+                return secs + step_overhead_s, joules + overhead_j
+
+            self.curve = DecodeCurve(
+                step_fn,
+                exact=exact,
+                steps_fn=steps_fn,
+                convex=convex and dm.decode_convex_in_kv,
+            )
             self._prefill_cache = {}
         self.mem_used = self.weights
         self.mem_peak = self.weights
@@ -192,6 +202,15 @@ class Unit:
             if not (math.isfinite(cost.seconds) and cost.seconds > 0):
                 raise ValueError(f"{self.slug}: prefill cost must be positive, got {cost}")
             self._prefill_cache[key] = cost
+        return cost
+
+    def chunk_cost(
+        self, batch: int, kv_tokens: int, chunks: tuple[tuple[int, int], ...]
+    ) -> PhaseCost:
+        """Cost of a chunked-prefill iteration (``DeviceModel.chunked_step``)."""
+        cost = self.dm.chunked_step(self.model, batch, kv_tokens, chunks)
+        if not (math.isfinite(cost.seconds) and cost.seconds > 0):
+            raise ValueError(f"{self.slug}: chunked step cost must be positive, got {cost}")
         return cost
 
     def occupy(
@@ -443,13 +462,16 @@ def build_units(
     step_overhead_s: Callable[[DevicePlacement, DeviceModel], float] | None = None,
     first_index: int = 0,
     placement_index: Sequence[int] | None = None,
+    convex: bool = False,
 ) -> list[Unit]:
     """One :class:`Unit` per device instance of ``placements`` (``count`` each), in order.
 
     ``placement_index[i]`` is the position of ``placements[i]`` in the system's device list
     (for error paths and reports); by default the position in ``placements``.
     ``step_overhead_s`` adds a fixed time to every decode step of a placement (e.g. a host
-    round trip for sampling).
+    round trip for sampling). ``convex`` lets the decode curves of device families that
+    declare ``decode_convex_in_kv`` verify their pieces at the ends only (new schedulers
+    opt in; the existing ones keep their exact learning path).
     """
     units: list[Unit] = []
     for i, p in enumerate(placements):
@@ -470,6 +492,7 @@ def build_units(
                 timeline_cap=timeline_cap,
                 step_overhead_s=extra,
                 share_with=first,
+                convex=convex,
             )
             first = first or unit
             units.append(unit)

@@ -19,6 +19,10 @@ values are bounded by the context window, not by the number of requests) and run
 summed from prefix sums per residue class ``K mod B``, in O(1) per run. Learned pieces
 and tables are cached per batch size and reused by every later run.
 
+``convex=True`` (a device family that declares its decode cost convex in the cached
+tokens, for a scheduler that asks for it) verifies a piece at its ends' neighbours only —
+for a convex cost, equal end slopes force the chord — instead of also at interior probes.
+
 ``exact=True`` turns all of this off and evaluates every step (the reference mode that the
 fast path is tested against).
 """
@@ -26,8 +30,13 @@ fast path is tested against).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from simulations.core.errors import SpecError
 
 #: Relative tolerance within which a model value must match its affine piece.
 AFFINE_RTOL = 1e-11
@@ -42,6 +51,9 @@ PROBES = 24
 _PROBE_FRACTIONS = tuple(((i + 1) * 0.6180339887498949) % 1.0 for i in range(PROBES))
 
 StepFn = Callable[[int, int], tuple[float, float]]
+#: ``steps_fn(batch, kv_tokens_array) -> (seconds_array, joules_array)``: many steps of one
+#: batch size at once, each value equal to ``step_fn``'s.
+StepsFn = Callable[[int, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 class _Piece:
@@ -89,8 +101,23 @@ class DecodeCurve:
     tokens with ``batch`` sequences, i.e. at ``K = K0 + k·batch``.
     """
 
-    def __init__(self, step_fn: StepFn, *, exact: bool = False) -> None:
+    def __init__(
+        self,
+        step_fn: StepFn,
+        *,
+        exact: bool = False,
+        steps_fn: StepsFn | None = None,
+        convex: bool = False,
+    ) -> None:
         self._fn = step_fn
+        self._many = steps_fn
+        #: The cost is known to be convex in the cached tokens for every batch size (a sum
+        #: of roofline maxima of affine terms): a range whose end slopes equal its chord is
+        #: affine, so pieces are verified at their ends' neighbours only.
+        self.convex = convex
+        #: The most cached tokens a run may reach (the scheduler's KV pool, in tokens): a
+        #: convex curve learns each batch size up to it at once. 0: no such learning.
+        self.kv_limit = 0
         self.exact = exact
         self._pieces: dict[int, list[_Piece]] = {}
         self._los: dict[int, list[int]] = {}
@@ -108,6 +135,36 @@ class DecodeCurve:
         if not (math.isfinite(s) and s > 0 and math.isfinite(j) and j >= 0):
             raise ValueError(f"device model returned a bad step cost ({s} s, {j} J)")
         return s, j
+
+    def _prefetch(self, batch: int, ks: Iterable[int]) -> None:
+        """Evaluate the model at every ``ks`` not memoised yet in one vectorised call (when
+        the curve has a ``steps_fn``): learning a piece reads its ends and probes anyway,
+        and one array evaluation costs about as much as one scalar one. The values are the
+        scalar ones, so what the curve learns does not change."""
+        if self._many is None:
+            return
+        memo = self._memo
+        todo = sorted({k for k in ks if (batch, k) not in memo})
+        if len(todo) < 2:
+            return
+        s_arr, j_arr = self._many(batch, np.array(todo, dtype=np.int64))
+        if not (
+            np.all(np.isfinite(s_arr))
+            and np.all(s_arr > 0)
+            and np.all(np.isfinite(j_arr))
+            and np.all(j_arr >= 0)
+        ):
+            bad = next(
+                i
+                for i, (sv, jv) in enumerate(zip(s_arr.tolist(), j_arr.tolist(), strict=True))
+                if not (math.isfinite(sv) and sv > 0 and math.isfinite(jv) and jv >= 0)
+            )
+            raise ValueError(
+                f"device model returned a bad step cost ({s_arr[bad]} s, {j_arr[bad]} J)"
+            )
+        self.evaluations += len(todo)
+        for k, sv, jv in zip(todo, s_arr.tolist(), j_arr.tolist(), strict=True):
+            memo[(batch, k)] = (sv, jv)
 
     # -- piece learning ------------------------------------------------------------------
 
@@ -133,6 +190,13 @@ class DecodeCurve:
         in the middle. Short ranges are verified point by point, or tabulated.
         """
         span = hi - lo
+        if self._many is not None and span > 0:
+            if span < MIN_SPAN:
+                self._prefetch(batch, range(lo, hi + 1))
+            else:
+                # The ends and their neighbours first: most ranges that are not affine
+                # fail there, and the interior probes are fetched only when they pass.
+                self._prefetch(batch, (lo, lo + 1, hi - 1, hi))
         s0, j0 = self._val(batch, lo)
         if span == 0:
             p = _Piece(lo, hi)
@@ -151,7 +215,19 @@ class DecodeCurve:
             # need not be convex (tile staircases, regime-dependent power), so interior points
             # spread at irregular (golden-ratio) fractions of the span catch jumps and dips
             # wider than about span / PROBES without aliasing with periodic staircases.
-            probes = (lo + 1, hi - 1, *(lo + 1 + int(f * (span - 2)) for f in _PROBE_FRACTIONS))
+            probes = (
+                (lo + 1, hi - 1)
+                if self.convex
+                else (lo + 1, hi - 1, *(lo + 1 + int(f * (span - 2)) for f in _PROBE_FRACTIONS))
+            )
+        if (
+            self._many is not None
+            and len(probes) > 2
+            and span >= MIN_SPAN
+            and self._fits(batch, a_s, b_s, a_j, b_j, probes[0])
+            and self._fits(batch, a_s, b_s, a_j, b_j, probes[1])
+        ):
+            self._prefetch(batch, probes[2:])
         if all(self._fits(batch, a_s, b_s, a_j, b_j, k) for k in probes):
             p = _Piece(lo, hi)
             p.a_s, p.b_s, p.a_j, p.b_j = a_s, b_s, a_j, b_j
@@ -183,14 +259,42 @@ class DecodeCurve:
             return False
         old = piece.hi
         span = hi - old
-        probes = (hi, hi - 1, *(old + 1 + int(f * max(span - 1, 0)) for f in _PROBE_FRACTIONS))
-        if all(self._fits(batch, piece.a_s, piece.b_s, piece.a_j, piece.b_j, k) for k in probes):
+        if self.convex:
+            # The piece fits at its own ends and their neighbours: for a convex cost, the new
+            # end and its neighbour on the same line force every step between onto it.
+            probes: tuple[int, ...] = (hi, hi - 1)
+        else:
+            probes = (
+                hi,
+                hi - 1,
+                *(old + 1 + int(f * max(span - 1, 0)) for f in _PROBE_FRACTIONS),
+            )
+        a_s, b_s, a_j, b_j = piece.a_s, piece.b_s, piece.a_j, piece.b_j
+        self._prefetch(batch, probes[:2])
+        if (
+            len(probes) > 2
+            and self._fits(batch, a_s, b_s, a_j, b_j, probes[0])
+            and self._fits(batch, a_s, b_s, a_j, b_j, probes[1])
+        ):
+            self._prefetch(batch, probes[2:])
+        if all(self._fits(batch, a_s, b_s, a_j, b_j, k) for k in probes):
             piece.hi = hi
             return True
         return False
 
     def _cover(self, batch: int, lo: int, hi: int) -> None:
-        """Make sure pieces cover every integer of ``[lo, hi]``."""
+        """Make sure pieces cover every integer of ``[lo, hi]``.
+
+        A convex curve learns a batch size's whole range ``[0, kv_limit]`` the first time
+        it is asked for it: its few pieces (one per roofline regime) cost a handful of
+        evaluations, and later runs of that batch size find them already there."""
+        if self.convex and hi < self.kv_limit and not self._pieces.get(batch):
+            # The model may refuse the far end (memory): then learn what is asked only.
+            with contextlib.suppress(SpecError):
+                self._cover_range(batch, 0, self.kv_limit)
+        self._cover_range(batch, lo, hi)
+
+    def _cover_range(self, batch: int, lo: int, hi: int) -> None:
         pieces = self._pieces.setdefault(batch, [])
         los = self._los.setdefault(batch, [])
         k = lo
@@ -309,6 +413,15 @@ class DecodeCurve:
     ) -> tuple[float, float]:
         if p.table is not None:
             s_tot = j_tot = 0.0
+            if self._many is not None:
+                self._prefetch(
+                    batch,
+                    (
+                        k0 + i * batch
+                        for i in range(first, first + cnt)
+                        if k0 + i * batch not in p.table
+                    ),
+                )
             for i in range(first, first + cnt):
                 k = k0 + i * batch
                 v = p.table.get(k)
@@ -336,13 +449,15 @@ class DecodeCurve:
             d = self._dense[(batch, r)] = _Dense()
             d.lo = j0
         if j0 < d.lo:
-            front = [self.step(batch, r + j * batch) for j in range(j0, d.lo)]
+            self._prefetch(batch, (r + j * batch for j in range(j0, d.lo)))
+            front = [self._dense_val(batch, r + j * batch) for j in range(j0, d.lo)]
             d.vals[0:0] = front
             d.lo = j0
             d._rebuild()
         hi = d.lo + len(d.vals)
         if j1 > hi:
-            new = [self.step(batch, r + j * batch) for j in range(hi, j1)]
+            self._prefetch(batch, (r + j * batch for j in range(hi, j1)))
+            new = [self._dense_val(batch, r + j * batch) for j in range(hi, j1)]
             d.vals.extend(new)
             s_acc, j_acc = d.pre_s[-1], d.pre_j[-1]
             for vs, vj in new:
@@ -351,6 +466,12 @@ class DecodeCurve:
                 d.pre_s.append(s_acc)
                 d.pre_j.append(j_acc)
         return d, j0 - d.lo
+
+    def _dense_val(self, batch: int, k: int) -> tuple[float, float]:
+        """A value for a dense table: prefetched (and dropped from the memo, which dense
+        tables replace), else evaluated."""
+        v = self._memo.pop((batch, k), None) if self._many is not None else None
+        return v if v is not None else self.step(batch, k)
 
     def _dense_cost(self, batch: int, k0: int, n: int) -> tuple[float, float]:
         d, a = self._dense_span(batch, k0, n)

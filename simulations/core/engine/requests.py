@@ -9,6 +9,8 @@ Conventions (documented here because every policy relies on them):
 
 - ``output_tokens`` counts *generated* tokens including the first one, which the prefill
   produces; a request therefore runs ``output_tokens - 1`` decode iterations.
+- A workload's shared prefix (a system prompt of ``P`` tokens) is prepended to the drawn
+  prompt of each request that carries it (:attr:`RequestSet.prefix_tokens`).
 - A request whose prompt plus output exceeds the model's context window is clipped (the
   output first to ``max_context - 1``, then the prompt to what is left), as a serving stack
   that truncates prompts would; how many were clipped is reported in the result.
@@ -46,13 +48,19 @@ class RequestSet:
     input_tokens: np.ndarray
     output_tokens: np.ndarray
     clipped: int = 0
+    #: Tokens of the workload's shared prefix at the start of each prompt (0: the request
+    #: does not share it); ``None`` when the workload declares no shared prefix.
+    prefix_tokens: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.arrival_s)
         if len(self.input_tokens) != n or len(self.output_tokens) != n:
             raise SpecError("workload", "arrival and length arrays differ in length")
-        for arr in (self.arrival_s, self.input_tokens, self.output_tokens):
-            arr.setflags(write=False)
+        if self.prefix_tokens is not None and len(self.prefix_tokens) != n:
+            raise SpecError("workload.shared_prefix", "one prefix length per request")
+        for arr in (self.arrival_s, self.input_tokens, self.output_tokens, self.prefix_tokens):
+            if arr is not None:
+                arr.setflags(write=False)
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -148,8 +156,10 @@ def generate_requests(workload: WorkloadSpec, model: ModelSpec | None = None) ->
     n = workload.requests
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise SpecError("workload.requests", "must be a whole number >= 1")
-    # Independent streams per quantity: changing the arrival process keeps the lengths.
-    s_in, s_out, s_arr = np.random.SeedSequence(workload.seed).spawn(3)
+    # Independent streams per quantity: changing the arrival process keeps the lengths,
+    # and declaring a shared prefix changes neither (spawned children do not depend on how
+    # many are spawned).
+    s_in, s_out, s_arr, s_pfx = np.random.SeedSequence(workload.seed).spawn(4)
     trace = workload.trace
     inp = _draw_lengths(
         workload.input_tokens,
@@ -166,6 +176,13 @@ def generate_requests(workload: WorkloadSpec, model: ModelSpec | None = None) ->
         trace.output_tokens if trace else None,
     )
     arr = _draw_arrivals(workload, n, np.random.default_rng(s_arr))
+    shared: np.ndarray | None = None
+    prefix = workload.shared_prefix
+    if prefix is not None:
+        # Which requests carry the system prompt: a Bernoulli(fraction) draw per request
+        # from the workload's own stream, so every system sees the same ones.
+        shared = np.random.default_rng(s_pfx).random(n) < prefix.fraction
+        inp = inp + np.where(shared, prefix.tokens, 0)
     clipped = 0
     if model is not None:
         ctx = model.max_context
@@ -174,5 +191,13 @@ def generate_requests(workload: WorkloadSpec, model: ModelSpec | None = None) ->
         if clipped:
             out = np.minimum(out, ctx - 1)
             inp = np.minimum(inp, ctx - out)
+    if shared is None:
+        base = RequestSet.from_lists(arr, inp, out)
+        return RequestSet(base.arrival_s, base.input_tokens, base.output_tokens, clipped)
+    assert prefix is not None
+    # The prefix is the start of the prompt; at least one prompt token is always prefilled
+    # (a clipped prompt keeps what is left of it).
+    pfx = np.where(shared, np.minimum(prefix.tokens, inp - 1), 0).astype(np.int64)
     base = RequestSet.from_lists(arr, inp, out)
-    return RequestSet(base.arrival_s, base.input_tokens, base.output_tokens, clipped)
+    order = np.argsort(np.asarray(arr, dtype=np.float64), kind="stable")
+    return RequestSet(base.arrival_s, base.input_tokens, base.output_tokens, clipped, pfx[order])

@@ -88,6 +88,16 @@ class Policy(ABC):
     host_roles: ClassVar[frozenset[str]] = frozenset()
     single_node: ClassVar[bool] = False
 
+    #: Options a system of this policy starts with when it is created in the builder or
+    #: through the API (stored with it; the declared defaults above still apply to every
+    #: stored scenario that does not name them). Empty: the declared defaults.
+    new_system_options: ClassVar[dict[str, Any]] = {}
+
+    #: Whether :meth:`run` draws from its ``rng`` (a generator per system position): a
+    #: policy that does is simulated for every system, identical ones included; one that
+    #: does not has identical systems of a scenario computed once.
+    uses_rng: ClassVar[bool] = False
+
     @classmethod
     def resolve_options(cls, given: Mapping[str, Any], path: str = "options") -> dict[str, Any]:
         """Validate ``given`` against the declared options and fill in the defaults."""

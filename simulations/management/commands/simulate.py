@@ -26,8 +26,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from simulations.core.errors import SpecError, UnknownPolicyError
 from simulations.core.jsonsafe import finite
-from simulations.core.scenario import parse_scenario
-from simulations.core.simulate import simulate
 from simulations.management.cli import Progress, add_progress_flags, read_document, spec_error
 
 WIDTH = 80
@@ -152,6 +150,11 @@ class Command(BaseCommand):
         add_progress_flags(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Imported here, not at module level: the core (its policy registry, numpy work)
+        # is not needed to start the command or print its help.
+        from simulations.core.scenario import parse_scenario
+        from simulations.core.simulate import simulate
+
         spec = read_document(Path(options["scenario"]), parse_scenario, "scenario")
         progress = Progress(options["progress"], "simulating")
         try:

@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import linprog
 
 from simulations.core.devices.h2m2.accel import Side
 from simulations.core.devices.h2m2.board import H2M2Hardware
@@ -158,6 +157,10 @@ def flexgen_lp(
             hw.lpddr.capacity_bytes - W - KV - act,
         ]
     )
+    # Imported here: scipy.optimize takes 0.4 s to import, which every command's start-up
+    # (the policy registry imports this module) would pay.
+    from scipy.optimize import linprog
+
     res = linprog(
         c, A_ub=a_ub, b_ub=b_ub, bounds=[(0, 1), (0, 1), (0, 1), (0, None)], method="highs"
     )

@@ -12,6 +12,7 @@ from simulations.core.devices import build_device_model
 from simulations.core.devices.base import DeviceModel
 from simulations.core.devices.parallel import ParallelGroup, stage_model
 from simulations.core.engine.batching import BatchingSim
+from simulations.core.engine.chunked import ChunkedSim
 from simulations.core.engine.core import ProgressFn, SimOutput, build_units
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
@@ -55,6 +56,13 @@ class HomogeneousPolicy(EnginePolicy):
     PCIe to each decode iteration (as in GLITCHES §III); FPGAs use the §IV prefetch model
     with ``prefetch_ratio`` (the GLITCHES all-FPGA baseline runs the same prefetching
     FlightLLM design as its heterogeneous system, §V-A).
+
+    With ``chunked_prefill`` (GPUs; vLLM's default scheduler today, Sarathi-Serve, Agrawal
+    et al., OSDI'24) every iteration has a budget of ``max_batched_tokens`` tokens: the
+    running sequences decode one token each and prompts are prefilled in chunks within the
+    rest, so decodes never pause for a long prompt; ``prefix_caching`` keeps a workload's
+    shared prefix cached once per device (:mod:`simulations.core.engine.chunked`).
+    A system created in the builder or the API starts with :attr:`new_system_options`.
 
     *Parallelism* (GPUs only): ``tensor_parallel`` × ``pipeline_parallel`` devices of a
     placement form one model replica (:class:`~simulations.core.devices.parallel.
@@ -110,9 +118,26 @@ class HomogeneousPolicy(EnginePolicy):
             "max_batched_tokens",
             int,
             4096,
-            "most prompt tokens in one prefill iteration (a longer single prompt still runs)",
+            "most prompt tokens in one prefill iteration (a longer single prompt still "
+            "runs); with chunked_prefill the token budget of every iteration, decode tokens "
+            "included (vLLM max_num_batched_tokens)",
             minimum=1,
             maximum=1_000_000,
+        ),
+        OptionSpec(
+            "chunked_prefill",
+            bool,
+            False,
+            "chunked prefill (Sarathi-Serve, vLLM's default): every iteration decodes the "
+            "running sequences and prefills prompt chunks within max_batched_tokens; off = "
+            "prefill iterations pause decoding (vLLM v0). GPUs only",
+        ),
+        OptionSpec(
+            "prefix_caching",
+            bool,
+            False,
+            "cache the workload's shared prefix (its full KV blocks) once per device and skip "
+            "its prefill for the requests that carry it; needs chunked_prefill",
         ),
         OptionSpec(
             "prefetch_ratio",
@@ -156,6 +181,49 @@ class HomogeneousPolicy(EnginePolicy):
             "pcie5-x16, …); required when tensor_parallel × pipeline_parallel > 1",
         ),
     )
+
+    #: What a homogeneous system created in the builder or through the API starts with:
+    #: continuous batching as vLLM runs today (V1's defaults on an A100-class GPU behind its
+    #: OpenAI server: max_num_seqs 256, max_num_batched_tokens 2048, chunked prefill and
+    #: prefix caching on). Stored scenarios keep the option defaults above (batch-1, the
+    #: papers' baselines).
+    new_system_options: ClassVar[dict[str, Any]] = {
+        "max_batch": 256,
+        "max_batched_tokens": 2048,
+        "chunked_prefill": True,
+        "prefix_caching": True,
+    }
+
+    @classmethod
+    def resolve_options(cls, given: Any, path: str = "options") -> dict[str, Any]:
+        """The declared options, checked together: prefix caching runs on the chunked
+        scheduler, whose token budget must hold a decode token of every running sequence."""
+        opts = super().resolve_options(given, path)
+        if opts["prefix_caching"] and not opts["chunked_prefill"]:
+            raise SpecError(f"{path}.prefix_caching", "needs chunked_prefill")
+        if opts["chunked_prefill"] and opts["max_batched_tokens"] < opts["max_batch"]:
+            raise SpecError(
+                f"{path}.max_batched_tokens",
+                f"with chunked_prefill must be at least max_batch ({opts['max_batch']})",
+            )
+        return opts
+
+    @staticmethod
+    def _scheduler(
+        requests: RequestSet, units: list[Any], opts: dict[str, Any], **engine: Any
+    ) -> BatchingSim:
+        """The engine scheduler the options ask for."""
+        common: dict[str, Any] = {
+            "max_batch": int(opts["max_batch"]),
+            "block_size": int(opts["block_size"]),
+            "memory_utilization": float(opts["memory_utilization"]),
+            "max_batched_tokens": int(opts["max_batched_tokens"]),
+        }
+        if opts["chunked_prefill"]:
+            return ChunkedSim(
+                requests, units, prefix_caching=bool(opts["prefix_caching"]), **common, **engine
+            )
+        return BatchingSim(requests, units, **common, **engine)
 
     @classmethod
     def unsearchable_option(cls, name: str, value: Any) -> str | None:
@@ -218,13 +286,11 @@ class HomogeneousPolicy(EnginePolicy):
         cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
     ) -> None:
         """Build the engine's batching on one device (its constructor checks the memory)."""
-        BatchingSim(
+        opts = cls.resolve_options(options)
+        cls._scheduler(
             ctx.requests,
             [ctx.unit(sig.roles[0][1], {"prefetch_ratio": int(options["prefetch_ratio"])})],
-            max_batch=int(options["max_batch"]),
-            block_size=int(options["block_size"]),
-            memory_utilization=float(options["memory_utilization"]),
-            max_batched_tokens=int(options["max_batched_tokens"]),
+            opts,
         )
 
     @classmethod
@@ -262,11 +328,14 @@ class HomogeneousPolicy(EnginePolicy):
             # One engine unit per data-parallel replica of tp × pp devices.
             placements = tuple(replace(p, count=p.count // group) for p in system.devices)
 
+        shared_kv = bool(opts["prefix_caching"])
+
         def factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
             dm = self.device_models(device, runtime).with_settings({"prefetch_ratio": prefetch})
-            if group == 1:
-                return dm
-            return ParallelGroup(dm, tp, pp, micro_batches=int(opts["micro_batches"]), link=link)
+            if group > 1:
+                dm = ParallelGroup(dm, tp, pp, micro_batches=int(opts["micro_batches"]), link=link)
+            # Shared prefix blocks are counted once by the scheduler's KV pool.
+            return dm.with_shared_kv() if shared_kv else dm
 
         def overhead(p: Any, dm: DeviceModel) -> float:
             return dm.host_sampling_s(model)
@@ -278,14 +347,19 @@ class HomogeneousPolicy(EnginePolicy):
             exact=self.reference,
             timeline_cap=self.timeline_cap,
             step_overhead_s=overhead,
+            # The chunked scheduler is new: its decode curves verify their pieces at the
+            # ends only (for families with convex decode costs); the existing scheduler
+            # keeps the learning its recorded results came from.
+            convex=bool(opts["chunked_prefill"]),
         )
-        sim = BatchingSim(
+        if opts["chunked_prefill"]:
+            for unit in units:
+                # A family that cannot cost a mixed iteration refuses here, naming the option.
+                unit.chunk_cost(0, 0, ((1, 0),))
+        sim = self._scheduler(
             requests,
             units,
-            max_batch=int(opts["max_batch"]),
-            block_size=int(opts["block_size"]),
-            memory_utilization=float(opts["memory_utilization"]),
-            max_batched_tokens=int(opts["max_batched_tokens"]),
+            opts,
             reference=self.reference,
             audit=self.audit,
             progress=progress,
