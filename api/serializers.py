@@ -738,7 +738,9 @@ def _document_schema(description: str, required: list[str], extra: dict[str, Any
 
 @extend_schema_field(
     _document_schema(
-        "A scenario document (DESIGN.md §3): name, model, workload, systems, slo.",
+        "A scenario document (DESIGN.md §3): name, model, workload, systems, slo, and "
+        "optionally costs (TCO) and capacity (max load within the SLO); "
+        "docs/architecture.md describes each.",
         ["name", "model", "workload", "systems"],
         {
             "systems": {
@@ -748,6 +750,10 @@ def _document_schema(description: str, required: list[str], extra: dict[str, Any
                 "items": {"type": "object", "additionalProperties": True},
             },
             "slo": {"type": "object", "additionalProperties": True, "nullable": True},
+            "costs": {"type": "object", "additionalProperties": True, "nullable": True},
+            "capacity": {
+                "oneOf": [{"type": "boolean"}, {"type": "object", "additionalProperties": True}]
+            },
         },
     )
 )

@@ -101,3 +101,18 @@ def test_every_example_plan_is_valid(builtin_catalog_rows: Any, example: Path) -
 
     plan = parse_plan(json.loads(example.read_text()), catalog_from_db(), trace_dir=EXAMPLES)
     assert plan.devices and plan.policies
+
+
+def test_the_table_of_a_plan_with_an_objective_says_what_it_minimises(
+    builtin_catalog_rows: Any, tmp_path: Path
+) -> None:
+    costs = {"electricity_usd_per_kwh": 0.2, "amortisation_years": 4}
+    doc = small_doc(costs=costs, objective="usd_per_million_tokens")
+    out, _ = _run(_write(tmp_path, doc), "--format", "table", "--no-progress")
+    assert "Objective usd_per_million_tokens:" in out
+    assert "$ per million tokens" in " ".join(out.split())
+    assert max(len(line) for line in out.splitlines()) <= 80
+    plain, _ = _run(
+        _write(tmp_path, small_doc(), "plain.json"), "--format", "table", "--no-progress"
+    )
+    assert "Objective" not in plain

@@ -167,3 +167,34 @@ def test_a_wide_comparison_is_split_into_80_column_blocks(
     heads = [line for line in text.splitlines() if line.startswith("metric")]
     assert len(heads) == 2
     assert all("1xA100+7xU280" in h for h in heads)
+
+
+def test_json_with_costs_and_capacity_gives_tco_and_max_load_consistent_by_arithmetic(
+    builtin_catalog_rows: Any, tmp_path: Path
+) -> None:
+    from tests.core.test_tco import _check_arithmetic
+
+    doc = json.loads((EXAMPLES / "tco-capacity-glitches-vs-a100.json").read_text())
+    doc["workload"]["requests"] = 40
+    doc["capacity"] = {"requests": 40, "steps": 4}
+    result = json.loads(run(_write(tmp_path, doc), "--format", "json"))
+    for entry in result["systems"]:
+        _check_arithmetic(entry, doc["costs"], rented=set())
+        best = entry["max_load_rps_at_slo"]
+        assert best is not None and 0 < best <= entry["capacity"]["saturation_rps"]
+        assert isinstance(entry["overloaded"], bool)
+        assert entry["overloaded"] is (entry["capacity"]["saturation_rps"] < 0.65)
+
+
+def test_table_with_costs_and_capacity_shows_tco_and_max_load_rows(
+    builtin_catalog_rows: Any, tmp_path: Path
+) -> None:
+    doc = json.loads((EXAMPLES / "tco-capacity-glitches-vs-a100.json").read_text())
+    doc["workload"]["requests"] = 40
+    doc["capacity"] = {"requests": 40, "steps": 3}
+    text = run(_write(tmp_path, doc), "--format", "table")
+    for label in ("TCO ($/year)", "capex share ($/yr)", "$ per M tokens", "max load @SLO"):
+        assert label in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+    plain = run(_write(tmp_path, _doc(), "plain.json"), "--format", "table")
+    assert "TCO" not in plain and "max load" not in plain

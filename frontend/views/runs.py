@@ -23,9 +23,10 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
-from frontend import analysis, results
+from frontend import analysis, costs, results
 from frontend.charts import chart, figure_dict
 from frontend.charts.base import esc
+from frontend.charts.capacity import capacity_figure
 from frontend.charts.comparison import (
     efficiency_figure,
     energy_figure,
@@ -269,6 +270,8 @@ def _comparison(
         "placement_selected": shown,
         "summary": results.summary_rows(systems, baseline),
         "provenance": result_provenance(systems),
+        "tco": costs.tco_rows(systems),
+        "capacity": costs.capacity_rows(systems),
         "lazy_figures": [
             *COMMON_LAZY_FIGURES,
             *_policy_figures(s.get("policy") for s in systems),
@@ -295,6 +298,8 @@ def _charts_json(
         chart("utilisation", utilisation_figure(systems)),
         chart("energy", energy_figure(systems)),
     ]
+    if costs.capacity_rows(systems):
+        built.append(chart("capacity-chart", capacity_figure(systems, slo)))
     selected = _selected(request, "timeline", _with_timeline(systems))
     if selected >= 0:
         built.append(chart("timeline", timeline_figure(systems[selected])))

@@ -37,6 +37,7 @@ from simulations.core.json_fields import (
 from simulations.core.spec import (
     ArrivalKind,
     ArrivalSpec,
+    CapacitySpec,
     DevicePlacement,
     LengthDist,
     LengthDistKind,
@@ -49,6 +50,7 @@ from simulations.core.spec import (
     TraceData,
     WorkloadSpec,
 )
+from simulations.core.tco import parse_costs
 
 # --- limits (documented in README.md) -------------------------------------------------------
 
@@ -77,7 +79,11 @@ MAX_SLO = 1e9
 #: Options of one system.
 MAX_OPTIONS = 64
 
-_TOP_KEYS = ("name", "description", "model", "workload", "systems", "slo")
+_TOP_KEYS = ("name", "description", "model", "workload", "systems", "slo", "costs", "capacity")
+_CAPACITY_KEYS = ("requests", "steps")
+#: Requests per engine run of a capacity search, and its bisection steps (bounded work).
+MIN_CAPACITY_REQUESTS, MAX_CAPACITY_REQUESTS = 20, 2000
+MAX_CAPACITY_STEPS = 10
 _WORKLOAD_KEYS = ("requests", "input_tokens", "output_tokens", "arrival", "seed", "shared_prefix")
 _PREFIX_KEYS = ("tokens", "fraction")
 _SYSTEM_KEYS = ("name", "description", "policy", "devices", "options")
@@ -553,6 +559,40 @@ def _slo(errs: Errors, value: Any) -> SloSpec | None:
     return SloSpec(**targets) if ok else None
 
 
+def _capacity(errs: Errors, value: Any, slo: SloSpec | None) -> CapacitySpec | None:
+    """``capacity``: ``true`` (the defaults) or ``{"requests", "steps"}``; it needs an SLO
+    target to search against."""
+    if value is None or value is False:
+        return None
+    spec = CapacitySpec()
+    if value is not True:
+        obj = read_mapping(errs, "capacity", value)
+        if obj is None:
+            return None
+        reject_unknown_keys(errs, "capacity", obj, _CAPACITY_KEYS)
+        requests = read_int(
+            errs,
+            "capacity.requests",
+            obj.get("requests", spec.requests),
+            minimum=MIN_CAPACITY_REQUESTS,
+            maximum=MAX_CAPACITY_REQUESTS,
+        )
+        steps = read_int(
+            errs,
+            "capacity.steps",
+            obj.get("steps", spec.steps),
+            minimum=1,
+            maximum=MAX_CAPACITY_STEPS,
+        )
+        if requests is None or steps is None:
+            return None
+        spec = CapacitySpec(requests=requests, steps=steps)
+    if slo is not None and not slo.has_targets:
+        errs.add("capacity", "needs an slo with at least one latency target to search against")
+        return None
+    return spec
+
+
 # --- entry points ----------------------------------------------------------------------------
 
 
@@ -630,6 +670,8 @@ def parse_scenario(
     for i, entry in enumerate(raw_systems or ()):
         systems.append(_system(errs, i, entry, catalog, names, head.model))
     slo = _slo(errs, doc.get("slo"))
+    costs = parse_costs(errs, "costs", doc.get("costs"), catalog.devices)
+    capacity = _capacity(errs, doc.get("capacity"), slo)
     if errs:
         raise ScenarioValidationError(errs.by_path)
     name, model, workload = head.name, head.model, head.workload
@@ -640,6 +682,8 @@ def parse_scenario(
         workload=workload,
         systems=tuple(s for s in systems if s is not None),
         slo=slo,
+        costs=costs,
+        capacity=capacity,
     )
 
 
@@ -777,6 +821,10 @@ def scenario_to_document(spec: ScenarioSpec) -> dict[str, Any]:
     slo = {k: getattr(spec.slo, k) for k in _SLO_KEYS if getattr(spec.slo, k) is not None}
     if slo:
         doc["slo"] = slo
+    if spec.costs is not None:
+        doc["costs"] = spec.costs.as_document()
+    if spec.capacity is not None:
+        doc["capacity"] = {"requests": spec.capacity.requests, "steps": spec.capacity.steps}
     return doc
 
 

@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from .capacity import system_capacity
 from .errors import SpecError
 from .policies import get_policy
 from .policies.base import ProgressFn
 from .provenance import annotate_result
 from .spec import ScenarioSpec, SystemSpec
+from .tco import tco_fields
 
 
 def _system_key(system: SystemSpec) -> str:
@@ -43,9 +45,12 @@ def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> d
     from a system's run is re-raised with its field prefixed by ``systems[i].`` (unless it
     names the workload or model, which all systems share) and the system's name appended.
     Each device entry of each system carries its profile's provenance
-    (:func:`~.provenance.annotate_result`). A system identical to an earlier one but for
-    its name (same policy, placements and options) is not simulated again: its result is
-    the earlier one's under its own name (unless its policy ``uses_rng``).
+    (:func:`~.provenance.annotate_result`). With the scenario's ``costs``, each system
+    gains its total cost of ownership (:func:`~.tco.tco_fields`); with ``capacity``, its
+    highest load within the SLO (:func:`~.capacity.system_capacity`). A system identical
+    to an earlier one but for its name (same policy, placements and options) is not
+    simulated again: its result is the earlier one's under its own name (unless its policy
+    ``uses_rng``), its TCO and capacity included.
     """
     from . import policies as _policies  # noqa: F401  (fills the registry)
 
@@ -81,6 +86,20 @@ def simulate(scenario: ScenarioSpec, *, progress: ProgressFn | None = None) -> d
             raise type(exc)(field, f"{exc.message} (system {system.name!r})") from exc
         # Every device entry says how its profile was calibrated, whatever built it.
         annotate_result(system, scenario.model, result)
+        if scenario.costs is not None:
+            result.update(tco_fields(system, result, scenario.costs))
+        if scenario.capacity is not None:
+            result.update(
+                system_capacity(
+                    cls,
+                    system,
+                    scenario.model,
+                    scenario.workload,
+                    scenario.slo,
+                    [scenario.workload.seed, i],
+                    scenario.capacity,
+                )
+            )
         if key is not None:
             done[key] = copy.deepcopy(result)
         results.append(result)

@@ -645,14 +645,79 @@ class SloSpec:
     tpot_p99_ms: float | None = None
     e2e_p90_s: float | None = None
 
+    @property
+    def has_targets(self) -> bool:
+        """Whether any latency target is set."""
+        return any(
+            v is not None
+            for v in (
+                self.ttft_p90_ms,
+                self.tpot_p90_ms,
+                self.ttft_p99_ms,
+                self.tpot_p99_ms,
+                self.e2e_p90_s,
+            )
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CostSpec:
+    """The running costs of a scenario or plan (its ``costs``), for the total cost of
+    ownership (:mod:`~simulations.core.tco`, docs/architecture.md "TCO").
+
+    ``electricity_usd_per_kwh`` and ``amortisation_years`` are required (no invented
+    defaults); ``pue`` (facility power over IT power, 1 = no overhead) and ``utilisation``
+    (fraction of the year the system serves at the simulated load) default to 1.
+    Hosting is either ``hosting_usd_per_device_year`` or ``hosting_fraction_of_capex``
+    (per year), never both. ``cloud_usd_per_device_hour`` maps a device slug to a rental
+    price that replaces its capex, hosting and energy.
+    """
+
+    electricity_usd_per_kwh: float
+    amortisation_years: float
+    pue: float = 1.0
+    utilisation: float = 1.0
+    hosting_usd_per_device_year: float = 0.0
+    hosting_fraction_of_capex: float = 0.0
+    cloud_usd_per_device_hour: Mapping[str, float] = field(default_factory=dict)
+
+    def as_document(self) -> dict[str, Any]:
+        """The ``costs`` object of a document (parsing it again gives an equal spec)."""
+        doc: dict[str, Any] = {
+            "electricity_usd_per_kwh": self.electricity_usd_per_kwh,
+            "amortisation_years": self.amortisation_years,
+            "pue": self.pue,
+            "utilisation": self.utilisation,
+        }
+        if self.hosting_fraction_of_capex:
+            doc["hosting_fraction_of_capex"] = self.hosting_fraction_of_capex
+        else:
+            doc["hosting_usd_per_device_year"] = self.hosting_usd_per_device_year
+        if self.cloud_usd_per_device_hour:
+            doc["cloud_usd_per_device_hour"] = dict(self.cloud_usd_per_device_hour)
+        return doc
+
+
+@dataclass(frozen=True, slots=True)
+class CapacitySpec:
+    """A scenario's ``capacity``: find each system's highest arrival rate within the SLO
+    by bisection (:mod:`~simulations.core.capacity`) on ``requests`` requests per engine
+    run, ``steps`` bisection steps."""
+
+    requests: int = 200
+    steps: int = 6
+
 
 @dataclass(frozen=True)
 class ScenarioSpec:
     """A validated scenario (docs/architecture.md) with every catalog slug resolved to a
-    spec."""
+    spec. ``costs`` and ``capacity`` are ``None`` when the document has none (the result
+    then carries no TCO or capacity figures)."""
 
     name: str
     model: ModelSpec
     workload: WorkloadSpec
     systems: tuple[SystemSpec, ...]
     slo: SloSpec = field(default_factory=SloSpec)
+    costs: CostSpec | None = None
+    capacity: CapacitySpec | None = None

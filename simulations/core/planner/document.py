@@ -67,6 +67,7 @@ from simulations.core.policies import get_policy
 from simulations.core.policies.base import RoleSpec, screened_policies
 from simulations.core.scenario import TraceLoader, parse_head, trace_names
 from simulations.core.spec import (
+    CostSpec,
     DeviceSpec,
     ModelSpec,
     RuntimeProfile,
@@ -74,6 +75,7 @@ from simulations.core.spec import (
     TraceData,
     WorkloadSpec,
 )
+from simulations.core.tco import parse_costs
 
 # --- limits ----------------------------------------------------------------------------------
 
@@ -105,7 +107,13 @@ _TOP_KEYS = (
     "space",
     "constraints",
     "search",
+    "costs",
+    "objective",
 )
+#: What the recommendation minimises (docs/architecture.md "TCO"): capital cost, total cost
+#: of ownership per year, dollars per million generated tokens, or energy per token. The
+#: two cost objectives need the plan's ``costs``.
+OBJECTIVES = ("capex", "tco_per_year", "usd_per_million_tokens", "energy_per_token")
 _TARGET_KEYS = (
     "ttft_p90_ms",
     "tpot_p90_ms",
@@ -339,6 +347,8 @@ class PlanSpec:
     constraints: Constraints = field(default_factory=Constraints)
     search: SearchOptions = field(default_factory=SearchOptions)
     description: str = ""
+    costs: CostSpec | None = None
+    objective: str = "capex"
 
 
 # --- parsing ---------------------------------------------------------------------------------
@@ -763,6 +773,12 @@ def parse_plan(
             policies = _policy_entries(errs, obj.get("policies"), devices, by_slug)
     constraints = _constraints(errs, doc.get("constraints"))
     search = _search(errs, doc.get("search"))
+    costs = parse_costs(errs, "costs", doc.get("costs"), catalog.devices)
+    objective = doc.get("objective", "capex")
+    if objective not in OBJECTIVES:
+        errs.add("objective", f"must be one of: {', '.join(OBJECTIVES)}")
+    elif objective in ("tco_per_year", "usd_per_million_tokens") and doc.get("costs") is None:
+        errs.add("objective", f"{objective} needs the plan's costs")
     if not errs and devices and policies:
         n = count_configurations(devices, policies)
         if n > MAX_CONFIGS:
@@ -783,6 +799,8 @@ def parse_plan(
         constraints=constraints,
         search=search,
         description=head.description or "",
+        costs=costs,
+        objective=str(objective),
     )
 
 
@@ -790,6 +808,7 @@ __all__ = [
     "MAX_CONFIGS",
     "MAX_PLAN_REQUESTS",
     "MAX_PRICE_USD",
+    "OBJECTIVES",
     "Constraints",
     "DeviceChoice",
     "PlanSpec",

@@ -21,6 +21,7 @@ from simulations.core.errors import CapacityError, SpecError
 from simulations.core.jsonsafe import finite
 from simulations.core.policies import get_policy
 from simulations.core.spec import WorkloadSpec
+from simulations.core.tco import tco_fields
 
 from .document import PlanSpec, Targets
 from .space import Config, system_spec
@@ -143,9 +144,22 @@ def target_misses(targets: Targets, metrics: dict[str, Any]) -> list[dict[str, A
     return out
 
 
-def rank(ev: Evaluation, capex: float) -> tuple[float, float, str]:
-    """Order of feasible configurations: capex, then energy per token, then key."""
-    return (capex, ev.energy_j_per_token, ev.key)
+def objective_value(ev: Evaluation, capex: float, objective: str = "capex") -> float:
+    """A confirmed configuration's value of the plan's ``objective`` (lower is better; inf
+    when it has none, e.g. a TCO without a price)."""
+    if objective == "capex":
+        return capex
+    if objective == "energy_per_token":
+        return ev.energy_j_per_token
+    key = "tco_usd_per_year" if objective == "tco_per_year" else "usd_per_million_tokens"
+    v = ev.metrics.get(key)
+    return float(v) if isinstance(v, int | float) else math.inf
+
+
+def rank(ev: Evaluation, capex: float, objective: str = "capex") -> tuple[float, float, float, str]:
+    """Order of feasible configurations: the plan's objective, then capex, then energy per
+    token, then key (with the capex objective: capex, energy per token, key)."""
+    return (objective_value(ev, capex, objective), capex, ev.energy_j_per_token, ev.key)
 
 
 def evaluate_config(
@@ -174,6 +188,9 @@ def evaluate_config(
     thr = metrics.get("throughput_tok_s")
     if isinstance(thr, int | float) and config.capex_usd > 0:
         metrics["cost_efficiency_tok_s_per_usd"] = thr / config.capex_usd
+    if plan.costs is not None:
+        # The plan's costs: TCO from this run's energy and the configuration's prices.
+        metrics.update(finite(tco_fields(system, result, plan.costs)))
     misses = target_misses(plan.targets, metrics)
     return Evaluation(
         config.key,
@@ -184,4 +201,11 @@ def evaluate_config(
     )
 
 
-__all__ = ["KEPT_METRICS", "Evaluation", "evaluate_config", "rank", "target_misses"]
+__all__ = [
+    "KEPT_METRICS",
+    "Evaluation",
+    "evaluate_config",
+    "objective_value",
+    "rank",
+    "target_misses",
+]

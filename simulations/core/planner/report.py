@@ -43,7 +43,7 @@ from simulations.core.provenance import device_calibration
 from simulations.core.scenario import MAX_SYSTEMS, scenario_to_document
 from simulations.core.spec import ScenarioSpec
 
-from .evaluate import Evaluation
+from .evaluate import Evaluation, objective_value
 from .screen import REASON_TEXT, REASONS
 from .sensitivity import base_rate_per_s
 from .space import CONSTRAINT_ORDER, Config, describe, system_document, system_spec
@@ -358,9 +358,18 @@ def build_report(search: Search, sensitivity: dict[str, Any] | None) -> dict[str
         runner = feas[1] if len(feas) > 1 else None
         cheaper = _cheaper(search, win.config.capex_usd)
         binding = _binding(plan.targets.as_dict(), wev.metrics)
-        exact = not any(c.config.capex_usd <= win.config.capex_usd for c in pending) and not any(
-            search.by_key[k].config.capex_usd <= win.config.capex_usd for k in unknown
-        )
+        if plan.objective == "capex":
+            exact = not any(
+                c.config.capex_usd <= win.config.capex_usd for c in pending
+            ) and not any(
+                search.by_key[k].config.capex_usd <= win.config.capex_usd for k in unknown
+            )
+        else:
+            # Only the objective's floors say what could still beat the recommendation.
+            best = objective_value(wev, win.config.capex_usd, plan.objective)
+            exact = not any(search.objective_floor(c) <= best for c in pending) and not any(
+                search.objective_floor(search.by_key[k]) <= best for k in unknown
+            )
         rec = {
             **_entry(search, win.config, wev),
             "screen": search.screen_row(win.config.key),
@@ -369,6 +378,12 @@ def build_report(search: Search, sensitivity: dict[str, Any] | None) -> dict[str
             "cheaper": cheaper,
             "runner_up": _entry(search, runner[0].config, runner[1]) if runner else None,
             "reasons": _reasons(search, win, wev, runner, cheaper, binding),
+        }
+    if rec is not None and (plan.objective != "capex" or plan.costs is not None):
+        # Only plans that ask for it say so: a plain capex plan's report is unchanged.
+        rec["objective"] = {
+            "name": plan.objective,
+            "value": objective_value(wev, win.config.capex_usd, plan.objective),
         }
     doc["recommendation"] = rec
     if rec is None:
@@ -504,6 +519,7 @@ def _scenario(search: Search, doc: dict[str, Any]) -> dict[str, Any] | None:
         workload=plan.workload,
         systems=systems,
         slo=plan.targets.slo(),
+        costs=plan.costs,
     )
     return scenario_to_document(spec)
 

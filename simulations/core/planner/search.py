@@ -36,9 +36,10 @@ import numpy as np
 
 from simulations.core.engine.requests import generate_requests
 from simulations.core.policies.base import ProgressFn
+from simulations.core.tco import SECONDS_PER_YEAR
 
 from .document import PlanSpec
-from .evaluate import Evaluation, evaluate_config, rank
+from .evaluate import Evaluation, evaluate_config, objective_value, rank
 from .screen import REASONS, CostCache, GroupScreen, Screen
 from .space import Config, Group, Space, enumerate_space
 
@@ -61,6 +62,7 @@ class _State:
     """What the confirmed results imply for the remaining candidates."""
 
     second_capex: float
+    second_objective: float
     best_by_entry: dict[int, float]
     thr_capex: list[float]
     thr_prefix_max: list[float]
@@ -137,12 +139,18 @@ class Search:
     def feasible(self) -> list[tuple[Candidate, Evaluation]]:
         """Confirmed feasible configurations, best first."""
         out = [(self.by_key[k], ev) for k, ev in self.results.items() if ev.feasible]
-        out.sort(key=lambda x: rank(x[1], x[0].config.capex_usd))
+        objective = self.plan.objective
+        out.sort(key=lambda x: rank(x[1], x[0].config.capex_usd, objective))
         return out
 
     def _state(self) -> _State:
         feas = self.feasible()
         second = feas[1][0].config.capex_usd if len(feas) >= 2 else math.inf
+        second_obj = (
+            objective_value(feas[1][1], feas[1][0].config.capex_usd, self.plan.objective)
+            if len(feas) >= 2
+            else math.inf
+        )
         best: dict[int, float] = {}
         for cand, _ in feas:
             for e in cand.config.entries():
@@ -158,12 +166,38 @@ class Search:
             thr_max.append(hi / (1 - tol) if tol < 1 else math.inf)
             en_capex.append(cand.config.capex_usd)
             en_min.append(lo / (1 + tol))
-        return _State(second, best, thr_capex, thr_max, en_capex, en_min)
+        return _State(second, second_obj, best, thr_capex, thr_max, en_capex, en_min)
 
-    @staticmethod
-    def _needed(c: Candidate, s: _State) -> bool:
+    def objective_floor(self, c: Candidate) -> float:
+        """A lower bound on a candidate's objective before the engine runs it (the
+        recommendation and runner-up need every candidate whose floor is not above the
+        second-best confirmed value). Capex is exact; energy per token is the screen's
+        floor; a TCO is at least the capex share plus capex-proportional hosting (energy
+        and per-device hosting at least 0), and per million tokens that over the screen's
+        throughput ceiling; with cloud prices (a rented device has no capex share) 0."""
+        objective = self.plan.objective
         capex = c.config.capex_usd
-        if capex <= s.second_capex:
+        if objective == "capex":
+            return capex
+        if objective == "energy_per_token":
+            return c.energy_lb
+        costs = self.plan.costs
+        if costs is None or costs.cloud_usd_per_device_hour:
+            return 0.0
+        fixed = capex / costs.amortisation_years + capex * costs.hosting_fraction_of_capex
+        # Rounding must never lift the floor over the value the engine run gives.
+        fixed *= 1 - 1e-9
+        if objective == "tco_per_year":
+            return fixed
+        tokens = c.throughput_ub * SECONDS_PER_YEAR * costs.utilisation
+        return fixed / tokens * 1e6 if tokens > 0 else 0.0
+
+    def _needed(self, c: Candidate, s: _State) -> bool:
+        capex = c.config.capex_usd
+        if self.plan.objective == "capex":
+            if capex <= s.second_capex:
+                return True
+        elif self.objective_floor(c) <= s.second_objective:
             return True
         for e in c.config.entries():
             if e not in s.best_by_entry or capex <= s.best_by_entry[e]:

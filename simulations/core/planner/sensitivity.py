@@ -179,7 +179,7 @@ def _next_recommendation(
     winner = search.feasible()[0][0]
     screen = screen_at(factor)
     spent = 0
-    found: list[tuple[tuple[float, float, str], Any, Evaluation]] = []
+    found: list[tuple[tuple[float, float, float, str], Any, Evaluation]] = []
     for cand in search.candidates:
         if found and cand.config.capex_usd > found[0][0][0]:
             break
@@ -195,7 +195,7 @@ def _next_recommendation(
         spent += 1
         ev = evaluate_config(plan, cand.config, workload=wl)
         if ev.feasible:
-            found.append((rank(ev, cand.config.capex_usd), cand, ev))
+            found.append((rank(ev, cand.config.capex_usd, plan.objective), cand, ev))
             found.sort(key=lambda x: x[0])
     if not found:
         exhausted = spent >= NEXT_BUDGET

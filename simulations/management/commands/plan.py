@@ -102,6 +102,17 @@ def render_table(doc: dict[str, Any]) -> str:
     else:
         out += _wrap(f"Recommendation: {rec['description']}", "", "")
         out.append(f"  capex {_money(rec['capex_usd'])} | " + _metrics_line(rec["metrics"]))
+        objective = rec.get("objective")
+        if objective:
+            # Plans with costs or another objective say what the recommendation minimises.
+            m = rec["metrics"]
+            out += _wrap(
+                f"Objective {objective['name']}: {_num(objective['value'], '.4g')}; TCO "
+                f"{_money(m.get('tco_usd_per_year'))}/year, "
+                f"{_num(m.get('usd_per_million_tokens'), '.4g')} $ per million tokens",
+                "  ",
+                "  ",
+            )
         out.append("Why:")
         for reason in rec["reasons"]:
             out += _wrap(reason, "  ", "  - ")

@@ -84,6 +84,36 @@ ROWS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
 ]
 
 
+#: Rows for a scenario with ``costs`` (docs/architecture.md "TCO").
+TCO_ROWS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("TCO ($/year)", lambda s: s.get("tco_usd_per_year")),
+    ("  capex share ($/yr)", lambda s: (s.get("tco") or {}).get("capex_share_usd_per_year")),
+    ("  energy ($/yr)", lambda s: (s.get("tco") or {}).get("energy_usd_per_year")),
+    ("  hosting ($/yr)", lambda s: (s.get("tco") or {}).get("hosting_usd_per_year")),
+    ("  cloud ($/yr)", lambda s: (s.get("tco") or {}).get("cloud_usd_per_year")),
+    ("$ per M tokens", lambda s: s.get("usd_per_million_tokens")),
+]
+
+#: Rows for a scenario with ``capacity`` (docs/architecture.md "Capacity").
+CAPACITY_ROWS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("max load @SLO (req/s)", lambda s: s.get("max_load_rps_at_slo")),
+    ("saturation (req/s)", lambda s: (s.get("capacity") or {}).get("saturation_rps")),
+    ("offered (req/s)", lambda s: (s.get("capacity") or {}).get("offered_rps")),
+]
+
+
+def table_rows(
+    systems: Sequence[dict[str, Any]],
+) -> list[tuple[str, Callable[[dict[str, Any]], Any]]]:
+    """The table's rows: the TCO and capacity ones only when the result carries them."""
+    rows = list(ROWS)
+    if any("tco" in s for s in systems):
+        rows += TCO_ROWS
+    if any("capacity" in s for s in systems):
+        rows += CAPACITY_ROWS
+    return rows
+
+
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -108,7 +138,7 @@ def render_table(result: dict[str, Any]) -> str:
         )
         lines.append(head)
         lines.append("-" * len(head))
-        for label, get in ROWS:
+        for label, get in table_rows(systems):
             cells = []
             for i, s in enumerate(block):
                 v = get(s)
@@ -118,6 +148,21 @@ def render_table(result: dict[str, Any]) -> str:
     for s in systems:
         lines.append("")
         lines.append(_clip(f"{s['name']} ({s.get('policy', '')}): devices", WIDTH))
+        reason = (s.get("tco") or {}).get("unavailable_reason")
+        if reason:
+            lines.append(_clip(f"  TCO n/a: {reason}", WIDTH))
+        if s.get("overloaded"):
+            cap = s.get("capacity") or {}
+            lines.append(
+                _clip(
+                    f"  OVERLOADED: offered {_num(cap.get('offered_rps'))} req/s > "
+                    f"{_num(cap.get('saturation_rps'))} req/s it serves (queues grow)",
+                    WIDTH,
+                )
+            )
+        cap_reason = (s.get("capacity") or {}).get("reason")
+        if cap_reason:
+            lines.append(_clip(f"  max load n/a: {cap_reason}", WIDTH))
         for d in s.get("devices", []):
             role = f" [{d['role']}]" if d.get("role") else ""
             busy = d.get("busy_fraction")
