@@ -72,6 +72,48 @@ def columns_for(rows: Sequence[Mapping[str, Any]], leading: Iterable[str] = ()) 
     return order + sorted(present - seen)
 
 
+#: Ratios to the baseline system added to a result's CSV (``<key>_vs_baseline``).
+RATIO_KEYS = (
+    "throughput_tok_s",
+    "cost_efficiency_tok_s_per_usd",
+    "energy_efficiency_tok_s_per_w",
+)
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def result_table(result: Mapping[str, Any], baseline: int = 0) -> dict[str, Any]:
+    """The one CSV schema of a run's result, used by ``/api/runs/{id}/result/?format=csv``
+    and the run page's "Result CSV": a row per system with every scalar of the result
+    document (latency objects flattened: ``ttft_ms`` → ``ttft_ms_p90``), then
+    ``<key>_vs_baseline`` for :data:`RATIO_KEYS` and ``baseline`` ("yes" on the baseline's
+    row; ``baseline`` out of range means the first system)."""
+    systems = [s for s in result.get("systems") or () if isinstance(s, Mapping)]
+    rows = [system_row(system) for system in systems]
+    columns = columns_for(rows)
+    if not systems:
+        return {"columns": columns, "rows": rows}
+    base_index = baseline if 0 <= baseline < len(systems) else 0
+    base = systems[base_index]
+    for i, (system, row) in enumerate(zip(systems, rows, strict=True)):
+        for key in RATIO_KEYS:
+            v, b = _finite(system.get(key)), _finite(base.get(key))
+            row[f"{key}_vs_baseline"] = v / b if v is not None and b is not None and b > 0 else None
+        row["baseline"] = "yes" if i == base_index else ""
+    columns += [f"{k}_vs_baseline" for k in RATIO_KEYS] + ["baseline"]
+    return {"columns": columns, "rows": rows}
+
+
+def csv_text(table: Mapping[str, Any]) -> str:
+    """``{"columns", "rows"}`` as CSV text (as :class:`CSVRenderer` writes it)."""
+    return CSVRenderer().render(table).decode("utf-8")
+
+
 class CSVRenderer(BaseRenderer):
     """Renders ``{"columns": [...], "rows": [{...}]}``; an error body as one ``detail`` cell."""
 

@@ -1021,6 +1021,17 @@ class ApiTokenCreatedSerializer(ApiTokenSerializer):
         read_only_fields = (*ApiTokenSerializer.Meta.read_only_fields, "key")
 
 
+class TokenExchangeSerializer(strict.Serializer):
+    """A username and password exchanged for a new API token (automation)."""
+
+    username = strict.CharField(max_length=150)
+    password = strict.CharField(max_length=4096, trim_whitespace=False, write_only=True)
+    name = strict.CharField(
+        max_length=100, required=False, default="password exchange", help_text="Token name."
+    )
+    expires_in_days = strict.IntegerField(required=False, min_value=1, max_value=366)
+
+
 class PaginatedSweepResultList(strict.Serializer):
     """A page of a sweep's recorded configurations."""
 

@@ -94,3 +94,18 @@ class TokenThrottle(ScopedUserThrottle):
     """Token creation."""
 
     scope = "token"
+
+
+class TokenExchangeThrottle(_SettingsRate, throttling.SimpleRateThrottle):
+    """Password → token exchanges, by client address (the caller is not signed in), counted
+    whatever the outcome so that passwords cannot be guessed quickly
+    (``HETPLANNER_API_THROTTLE_RATES["token_exchange"]``)."""
+
+    scope = "token_exchange"
+
+    def __init__(self) -> None:
+        self.rate = self.get_rate()
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+
+    def get_cache_key(self, request: Any, view: Any) -> str | None:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

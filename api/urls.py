@@ -3,7 +3,7 @@ plans, policies, measurement sets and calibrations, API tokens, the OpenAPI sche
 (/api/schema/) and Swagger UI (/api/docs/)."""
 
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import DefaultRouter
 
 from api import (
@@ -31,7 +31,8 @@ app_name = "api"
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("docs/", views.ApiDocsView.as_view(url_name="api:schema"), name="docs"),
+    path("auth/token/", views.TokenExchangeView.as_view(), name="token-exchange"),
     path("", include(router.urls)),
     # Anything else under /api/ (e.g. an id that is not a number): JSON 404, not HTML.
     # [\s\S]: a path may hold a newline (%0A) that "." would not match

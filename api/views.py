@@ -9,16 +9,15 @@ Work-queuing POSTs are throttled per user and bounded by per-user quotas.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
+from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Prefetch, QuerySet
-from django.utils import timezone
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -27,24 +26,32 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
+from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework import mixins, permissions, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import (
+    NotAuthenticated,
+    NotFound,
+    PermissionDenied,
+    ValidationError,
+)
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import serializers as s
+from api import services as api_services
 from api.filters import IdFilter, StrictFilterSet, StrictQueryMixin
-from api.models import ApiToken, hash_key, new_key
+from api.models import ApiToken
 from api.parsers import BoundedJSONParser, BoundedMultiPartParser
 from api.permissions import CatalogEditorOrReadOnly, IsOwnerOrReadOnly
-from api.renderers import CSVRenderer, columns_for, system_row
+from api.renderers import CSVRenderer, columns_for, result_table, system_row
 from api.throttles import (
     PlanSubmitThrottle,
     RunSubmitThrottle,
     SweepSubmitThrottle,
+    TokenExchangeThrottle,
     TokenThrottle,
     UploadThrottle,
 )
@@ -366,12 +373,6 @@ class RunFilter(StrictFilterSet):
     class Meta:
         model = SimulationRun
         fields = ("status", "scenario")
-
-
-def result_table(result: dict[str, Any]) -> dict[str, Any]:
-    """A result document as CSV columns and rows (one row per system)."""
-    rows = [system_row(system) for system in result.get("systems", [])]
-    return {"columns": columns_for(rows), "rows": rows}
 
 
 @extend_schema_view(
@@ -896,25 +897,77 @@ class ApiTokenViewSet(
         """Create a token named ``name``, optionally expiring after ``expires_in_days``."""
         data = self.get_serializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user = request.user
-        limit = int(settings.HETPLANNER_MAX_TOKENS_PER_USER)
-        key = new_key()
-        days = data.validated_data.get("expires_in_days")
-        with transaction.atomic():
-            _lock_user(user)
-            if ApiToken.objects.filter(user=user).count() >= limit:
-                raise ValidationError(
-                    {"non_field_errors": [f"At most {limit} tokens per user; revoke one first."]}
-                )
-            token = ApiToken.objects.create(
-                user=user,
-                name=data.validated_data["name"],
-                key_hash=hash_key(key),
-                key_hint=key[:10],
-                expires_at=timezone.now() + timedelta(days=days) if days else None,
+        return _token_response(
+            request.user, data.validated_data["name"], data.validated_data.get("expires_in_days")
+        )
+
+
+def _token_response(user: Any, name: str, expires_in_days: int | None) -> Response:
+    try:
+        token, key = api_services.api_token_create(
+            user=user, name=name, expires_in_days=expires_in_days
+        )
+    except DjangoValidationError as exc:
+        raise ValidationError(exc.message_dict) from exc
+    token.key = key  # type: ignore[attr-defined]
+    return Response(s.ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+
+class TokenExchangeView(APIView):
+    """Exchange a username and password for a new API token, for automation that cannot use
+    the browser (``POST /api/auth/token/``). Open to anonymous callers; throttled by client
+    address whatever the outcome; bad credentials are a 401 that does not say which was
+    wrong."""
+
+    authentication_classes: list[Any] = []  # credentials are in the body; no session/CSRF
+    permission_classes = [permissions.AllowAny]
+    throttle_classes = [TokenExchangeThrottle]
+    parser_classes = [BoundedJSONParser]
+
+    @extend_schema(
+        summary="Exchange a username and password for an API token (the key is in this "
+        "response only)",
+        tags=["auth"],
+        auth=[],
+        request=s.TokenExchangeSerializer,
+        responses={
+            201: s.ApiTokenCreatedSerializer,
+            400: OpenApiResponse(description="A field is missing or invalid (named)."),
+            401: OpenApiResponse(description="Wrong username or password, or inactive user."),
+            429: OpenApiResponse(description="Too many attempts; retry after Retry-After s."),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Check the credentials and create a token named ``name`` (default "password
+        exchange"), optionally expiring after ``expires_in_days``."""
+        data = s.TokenExchangeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(
+            request._request,
+            username=data.validated_data["username"],
+            password=data.validated_data["password"],
+        )
+        if user is None or not user.is_active:
+            response = Response(
+                {"detail": "Wrong username or password."}, status=status.HTTP_401_UNAUTHORIZED
             )
-        token.key = key  # type: ignore[attr-defined]
-        return Response(s.ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+            response["WWW-Authenticate"] = "Token"
+            return response
+        return _token_response(
+            user, data.validated_data["name"], data.validated_data.get("expires_in_days")
+        )
+
+
+class ApiDocsView(SpectacularSwaggerView):
+    """Swagger UI of the API. A signed-out browser (asking for HTML) is sent to sign in and
+    back here, rather than shown a bare 401 page; other callers still get the 401."""
+
+    def handle_exception(self, exc: Exception) -> Any:
+        if isinstance(exc, NotAuthenticated) and "text/html" in self.request.headers.get(
+            "Accept", ""
+        ):
+            return redirect_to_login(self.request.get_full_path())
+        return super().handle_exception(exc)
 
 
 class NotFoundView(StrictQueryMixin, APIView):

@@ -8,32 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from api.renderers import csv_text, result_table
 from frontend.charts.base import finite
 
-#: Columns of the systems CSV: (header, key or (key, sub-key)). Units are in the headers.
-SYSTEM_COLUMNS: tuple[tuple[str, Any], ...] = (
-    ("system", "name"),
-    ("policy", "policy"),
-    ("requests", "requests"),
-    ("generated_tokens", "generated_tokens"),
-    ("span_s", "span_s"),
-    ("throughput_tok_s", "throughput_tok_s"),
-    ("prompt_tok_s", "prompt_tok_s"),
-    ("requests_per_s", "requests_per_s"),
-    *(
-        (f"{metric}_{q}{suffix}", (metric, q))
-        for metric, suffix in (("ttft", "_ms"), ("tpot", "_ms"), ("e2e", "_s"))
-        for q in ("mean", "p50", "p90", "p99")
-    ),
-    ("capex_usd", "capex_usd"),
-    ("cost_efficiency_tok_s_per_usd", "cost_efficiency_tok_s_per_usd"),
-    ("avg_power_w", "avg_power_w"),
-    ("energy_j", "energy_j"),
-    ("energy_j_per_token", "energy_j_per_token"),
-    ("energy_efficiency_tok_s_per_w", "energy_efficiency_tok_s_per_w"),
-    ("slo_attainment", "slo_attainment"),
-    ("slo_met", "slo_met"),
-)
 DEVICE_COLUMNS = (
     "device",
     "count",
@@ -47,12 +24,6 @@ DEVICE_COLUMNS = (
     "memory_capacity_gb",
     "calibration",
     "calibration_note",
-)
-#: Ratios to the baseline added to the CSV and the summary table.
-RATIO_KEYS = (
-    "throughput_tok_s",
-    "cost_efficiency_tok_s_per_usd",
-    "energy_efficiency_tok_s_per_w",
 )
 
 
@@ -70,26 +41,24 @@ def systems_of(result: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     return [s for s in result.get("systems") or () if isinstance(s, Mapping)]
 
 
-def _ratio(system: Mapping[str, Any], base: Mapping[str, Any], key: str) -> float | None:
-    v, b = finite(system.get(key)), finite(base.get(key))
-    return v / b if v is not None and b is not None and b > 0 else None
+def clipped_requests(systems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Systems some of whose requests were clipped to the model's context window (prompt
+    plus output cut to fit): ``{"name", "clipped", "requests"}`` each, in result order."""
+    return [
+        {"name": s.get("name", ""), "clipped": int(n), "requests": s.get("requests")}
+        for s in systems
+        if isinstance(n := s.get("clipped_requests"), int | float) and n > 0
+    ]
 
 
 def result_csv(result: Mapping[str, Any], baseline: int = 0) -> str:
-    """One row per system (DESIGN.md §4 metrics, units in the headers) with the ratios to
-    the baseline, then one row per device group after a blank line."""
+    """The run page's "Result CSV": the systems table of ``/api/runs/{id}/result/?format=csv``
+    (one schema, :func:`api.renderers.result_table`; ratios to ``baseline``), then, after
+    a blank line, one row per device group (:data:`DEVICE_COLUMNS`)."""
     systems = systems_of(result)
     out = io.StringIO()
+    out.write(csv_text(result_table(result, baseline)))
     writer = csv.writer(out, lineterminator="\n")
-    base = systems[baseline] if 0 <= baseline < len(systems) else (systems[0] if systems else {})
-    writer.writerow(
-        [h for h, _ in SYSTEM_COLUMNS] + [f"{k}_vs_baseline" for k in RATIO_KEYS] + ["baseline"]
-    )
-    for s in systems:
-        row = [_cell(_get(s, key)) for _, key in SYSTEM_COLUMNS]
-        row += [_cell(_ratio(s, base, k)) for k in RATIO_KEYS]
-        row.append("yes" if s is base else "")
-        writer.writerow(row)
     writer.writerow([])
     writer.writerow(["system", *DEVICE_COLUMNS])
     for s in systems:
@@ -130,7 +99,7 @@ SUMMARY = (
     ("TPOT p90", "ms", ("tpot", "p90"), False),
     ("E2E p90", "s", ("e2e", "p90"), False),
     ("Capex", "USD", "capex_usd", False),
-    ("Cost efficiency", "tok/s per $", "cost_efficiency_tok_s_per_usd", True),
+    ("Cost efficiency", "tok/s per $1k", "cost_efficiency_tok_s_per_usd", True),
     ("Average power", "W", "avg_power_w", False),
     ("Energy", "J/token", "energy_j_per_token", False),
     ("Energy efficiency", "tok/s per W", "energy_efficiency_tok_s_per_w", True),
@@ -151,5 +120,25 @@ def summary_rows(systems: Sequence[Mapping[str, Any]], baseline: int = 0) -> lis
             (fv / b) if (fv := finite(v)) is not None and b else None  # b: not None, not 0
             for v in values
         ]
+        unit, values = _readable(unit, values)
         rows.append(SummaryRow(label, unit, values, ratios, better))
     return rows
+
+
+#: Latencies at or above this (ms) are shown in seconds: 3,348 s reads better than 3,348,000 ms.
+MS_TO_S_FROM = 10_000.0
+
+
+def _readable(unit: str, values: list[Any]) -> tuple[str, list[Any]]:
+    """A row's unit and values scaled for reading (ratios are unchanged by a common scale):
+    per-dollar figures per $1,000, long latencies in seconds."""
+    finite_values = [v for v in map(finite, values) if v is not None]
+    if unit == "tok/s per $1k":
+        return unit, _scale(values, 1e3)
+    if unit == "ms" and finite_values and max(abs(v) for v in finite_values) >= MS_TO_S_FROM:
+        return "s", _scale(values, 1e-3)
+    return unit, values
+
+
+def _scale(values: list[Any], factor: float) -> list[float | None]:
+    return [None if (v := finite(x)) is None else v * factor for x in values]

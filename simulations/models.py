@@ -211,7 +211,12 @@ class Device(CatalogItem):
     int4_tops = positive_float("Peak dense INT4 compute, TOP/s.")
     # Power and price.
     tdp_w = positive_float("Thermal design power (board/TDP limit), W.", null=False)
-    idle_w = positive_float("Power drawn while idle, W.", null=False, allow_zero=True)
+    idle_w = positive_float(
+        "Power drawn while idle, W; 0 if unknown (idle time then adds no energy, so energy "
+        "figures are a lower bound).",
+        null=False,
+        allow_zero=True,
+    )
     typical_w = positive_float("Typical power under load, W.")
     price_usd = positive_float("List price, US dollars.")
     # Host link (to the host CPU / system).

@@ -801,11 +801,16 @@ def scenario_create(
     """Validate and store a scenario document owned by ``owner``, and record the traces it
     uses (so they cannot be deleted under it).
 
+    A trace file the repository ships (``traces/AzureLLMInferenceTrace_conv.csv``, as the
+    shipped examples name it) is replaced by its built-in trace's slug.
     With ``new_systems`` (a scenario written through the API, not an example or a plan's
     recommendation) each system that names none of its policy's ``new_system_options``
     gets them, and the document is stored so (``scenario.with_new_system_options``).
     Raises ScenarioValidationError (every problem, keyed by JSON path); nothing is stored then.
     """
+    from simulations.builtin_traces import resolve_trace_files
+
+    document = resolve_trace_files(document)
     if new_systems:
         document = scenario_rules.with_new_system_options(document)
     spec = scenario_validate(document, user=owner)
@@ -822,8 +827,11 @@ def scenario_update(
 ) -> Scenario:
     """Replace the document and/or the sharing flag (validated like :func:`scenario_create`;
     the recorded trace references follow the new document)."""
+    from simulations.builtin_traces import resolve_trace_files
+
     fields = ["updated_at"]
     if document is not None:
+        document = resolve_trace_files(document)
         spec = scenario_validate(document, user=scenario.owner)
         scenario.document, scenario.name = document, spec.name
         fields += ["document", "name"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,6 +122,23 @@ def fmt(value: Any, digits: int = 4) -> str:
     v = finite(value)
     if v is None:
         return "n/a"
-    if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-3):
+    if v != 0 and abs(v) < 1e-3:
         return f"{v:.{digits - 1}e}"
-    return f"{v:,.{digits}g}" if abs(v) < 1e4 else f"{v:,.0f}"
+    if v == 0 or abs(v) >= 10 ** (digits - 1):
+        # Whole numbers written in full (1,150 not 1.15e+03; 3,348,000 not 3.348e+06).
+        return f"{v:,.0f}"
+    # ``digits`` significant digits without exponent, trailing zeros dropped.
+    decimals = digits - 1 - math.floor(math.log10(abs(float(f"{v:.{digits}g}"))))
+    return f"{v:,.{max(decimals, 0)}f}".rstrip("0").rstrip(".") if decimals > 0 else f"{v:,.0f}"
+
+
+def fmt_distinct(values: Sequence[Any], digits: int = 4, most: int = 10) -> list[str]:
+    """``values`` formatted with :func:`fmt`, with as many more significant digits (up to
+    ``most``) as it takes for different numbers to read differently (a table must not show
+    235.3 twice for 235.3 and 235.306)."""
+    distinct = {v for v in map(finite, values) if v is not None}
+    for d in range(digits, most + 1):
+        labels = [fmt(v, d) for v in values]
+        if len({fmt(v, d) for v in distinct}) == len(distinct):
+            return labels
+    return [fmt(v, most) for v in values]

@@ -203,9 +203,12 @@ def utilisation_figure(systems: Sequence[System]) -> go.Figure:
     decode: list[float | None] = []
     other: list[float | None] = []
     hover: list[str] = []
-    for s in systems:
+    # Shortened, still distinct, names: a long one (from a plan) would squash the chart; the
+    # full name is in the hover.
+    names = unique_labels([str(s.get("name", "")) for s in systems], 22)
+    for s, name in zip(systems, names, strict=True):
         for d in s.get("devices") or ():
-            xs[0].append(esc(s.get("name", "")))
+            xs[0].append(name)
             xs[1].append(_device_label(d))
             busy = finite(d.get("busy_fraction")) or 0.0
             p = finite(d.get("prefill_fraction"))

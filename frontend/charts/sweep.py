@@ -31,11 +31,17 @@ def pareto_front(points: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
 
 
 def pareto_figure(
-    points: Sequence[Mapping[str, Any]], title: str, *, front_of_slo_meeting: bool = False
+    points: Sequence[Mapping[str, Any]],
+    title: str,
+    *,
+    front_of_slo_meeting: bool = False,
+    fronts: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> go.Figure:
     """Capex ($) against throughput (tok/s) of every point ``{label, capex_usd,
     throughput_tok_s, slo_met}``, SLO-meeting ones highlighted, the front drawn as a line
-    (over the SLO-meeting points only with ``front_of_slo_meeting``, as a plan's is)."""
+    (over the SLO-meeting points only with ``front_of_slo_meeting``, as a plan's is).
+    ``fronts`` (name → points) draws those fronts instead, one line each (a sweep's, one per
+    arrival rate)."""
     fig = new_figure(title, height=460)
     groups = (
         ("meets the SLO", True, "#009E73", "circle"),
@@ -73,17 +79,26 @@ def pareto_figure(
                 hoverinfo="text",
             )
         )
-    front = pareto_front(
-        [p for p in points if p.get("slo_met") is True] if front_of_slo_meeting else points
-    )
-    if front:
+    if fronts is None:
+        fronts = {
+            "Pareto front": pareto_front(
+                [p for p in points if p.get("slo_met") is True] if front_of_slo_meeting else points
+            )
+        }
+    for i, (name, front) in enumerate(fronts.items()):
+        if not front:
+            continue
         fig.add_trace(
             go.Scatter(
                 x=[p["capex_usd"] for p in front],
                 y=[p["throughput_tok_s"] for p in front],
                 mode="lines",
-                line={"color": "#000", "dash": "dot", "shape": "hv"},
-                name="Pareto front",
+                line={
+                    "color": "#000" if len(fronts) == 1 else colour(i),
+                    "dash": "dot",
+                    "shape": "hv",
+                },
+                name=name,
                 hoverinfo="skip",
             )
         )

@@ -19,17 +19,15 @@ from typing import Any
 
 from django.conf import settings
 
+from simulations.builtin_traces import BUILTIN_TRACES, builtin_traces_seed
+
 HERE = Path(__file__).resolve().parent
 REPO_EXAMPLES = Path(settings.BASE_DIR) / "examples"
 
-#: Trace files examples name → (slug of the stored trace, display name, source text).
+#: Trace files examples name → (slug of the stored trace, display name, source text): the
+#: repository's shipped traces (:mod:`simulations.builtin_traces`).
 TRACE_FILES: dict[str, tuple[str, str, str]] = {
-    "traces/AzureLLMInferenceTrace_conv.csv": (
-        "azure-conv-2023",
-        "Azure LLM inference trace 2023, conversation",
-        "Azure LLM inference trace 2023 (AzureLLMInferenceTrace_conv.csv), "
-        "examples/traces/ of this repository",
-    ),
+    name: (t.slug, t.name, t.source) for t in BUILTIN_TRACES for name in t.document_names
 }
 
 
@@ -157,26 +155,9 @@ def rewrite_traces(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def ensure_traces(example: Example) -> list[str]:
-    """Store the traces ``example`` names (once; later calls find them) and return their
-    slugs. Raises ValidationError if a trace file does not parse."""
-    from simulations import services
-    from simulations.choices import TraceVisibility
-    from simulations.models import Trace
-
-    slugs = []
-    for name in example.trace_files:
-        if name not in TRACE_FILES:
-            continue
-        slug, title, source = TRACE_FILES[name]
-        if not Trace.objects.filter(slug=slug).exists():
-            path = example.path.parent / name
-            # Shipped with the app: part of the built-in catalog, usable by everyone.
-            services.trace_import(
-                slug=slug,
-                name=title,
-                text=path.read_bytes(),
-                source=source,
-                visibility=TraceVisibility.PUBLIC,
-            )
-        slugs.append(slug)
+    """Store the built-in traces ``example`` names (once; later calls find them) and return
+    their slugs. Raises ValidationError if a trace file does not parse."""
+    slugs = sorted({TRACE_FILES[n][0] for n in example.trace_files if n in TRACE_FILES})
+    if slugs:
+        builtin_traces_seed(only=tuple(slugs))
     return slugs

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from frontend import examples
 from frontend.charts import chart
-from frontend.charts.base import finite
+from frontend.charts.base import finite, fmt_distinct
 from frontend.charts.sweep import pareto_figure
 from frontend.provenance import plan_provenance
 from frontend.views.common import int_or_404, page_number
@@ -119,6 +119,16 @@ def _points(plan: Plan) -> list[dict[str, Any]]:
     return rows
 
 
+def _front_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Pareto front's rows with their figures written to as many digits as it takes to
+    tell the configurations apart."""
+    front = [p for p in points if p.get("on_front")]
+    for key in ("capex_usd", "throughput_tok_s"):
+        for p, label in zip(front, fmt_distinct([p[key] for p in front]), strict=True):
+            p[f"{key}_label"] = label
+    return front
+
+
 @login_required
 def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A plan: progress, recommendation and why, Pareto front, cheapest per device type."""
@@ -147,7 +157,7 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "recommendation_provenance": plan_provenance(result.get("recommendation")),
             "per_device_type": result.get("per_device_type") or [],
             "pareto": pareto,
-            "front": [p for p in points if p.get("on_front")],
+            "front": _front_rows(points),
         },
     )
 

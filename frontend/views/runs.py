@@ -206,6 +206,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
                     for i, s in enumerate(systems)
                 ],
                 "baseline": baseline,
+                "clipped": results.clipped_requests(systems),
             }
             if systems:
                 comparison.update(_comparison(run, systems, baseline, request))
@@ -333,7 +334,7 @@ def _view_cache_key(kind: str, run: SimulationRun, request: HttpRequest, *extra:
     the query parameters the rendering depends on (hashed: they are user input)."""
     params = "|".join(request.GET.get(p, "")[:16] for p in ("baseline", "timeline", "placement"))
     digest = hashlib.sha256("|".join((params, *extra)).encode()).hexdigest()[:24]
-    return f"{kind}:v1:{_result_version(run)}:{digest}"
+    return f"{kind}:v2:{_result_version(run)}:{digest}"
 
 
 def _cache_get(key: str) -> Any:

@@ -87,6 +87,25 @@ def load_series(
     return series
 
 
+def sweep_fronts(
+    points: Sequence[dict[str, Any]], rate_axis: str | None
+) -> dict[str, list[Mapping[str, Any]]]:
+    """The Pareto fronts (capex ↓, throughput ↑) of a sweep, by trace name: only points that
+    do not miss the SLO, and — throughput following the offered load — one front per arrival
+    rate when the sweep varies it (comparing across rates would mix loads)."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for p in points:
+        if p.get("slo_met") is False:
+            continue
+        groups.setdefault(p["parameters"].get(rate_axis) if rate_axis else None, []).append(p)
+    if len(groups) <= 1:
+        return {"Pareto front": pareto_front(next(iter(groups.values()), []))}
+    return {
+        f"Pareto front at {rate_axis}={rate}": pareto_front(group)
+        for rate, group in sorted(groups.items(), key=lambda kv: finite(kv[0]) or 0.0)
+    }
+
+
 @login_required
 def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A sweep's progress, results and charts (partial while it runs)."""
@@ -103,15 +122,21 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .values("index", "parameters", "error")[:50]
     )
     points = sweep_points(rows)
+    rate_axis = next((a.get("name") for a in sweep.axes or () if a.get("path") == RATE_PATH), None)
+    fronts = sweep_fronts(points, rate_axis)
     charts = []
     if any(p["capex_usd"] is not None for p in points):
         charts.append(
             chart(
                 "pareto",
-                pareto_figure(points, f"Cost against throughput — {len(points)} systems evaluated"),
+                pareto_figure(
+                    points,
+                    f"Cost against throughput — {len(points)} systems evaluated"
+                    + (" (a front per arrival rate)" if len(fronts) > 1 else ""),
+                    fronts=fronts,
+                ),
             )
         )
-    rate_axis = next((a.get("name") for a in sweep.axes or () if a.get("path") == RATE_PATH), None)
     if rate_axis:
         series = load_series(points, rate_axis)
         if series:
@@ -123,8 +148,9 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
                     ),
                 )
             )
-    for p in pareto_front(points):
-        p["on_front"] = True  # type: ignore[index]
+    for front in fronts.values():
+        for p in front:
+            p["on_front"] = True  # type: ignore[index]
     return render(
         request,
         "frontend/sweeps/detail.html",

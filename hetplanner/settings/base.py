@@ -272,6 +272,7 @@ HETPLANNER_API_THROTTLE_RATES = {
     "plan_submit": env("HETPLANNER_THROTTLE_PLAN_SUBMIT", default="10/min"),
     "upload": env("HETPLANNER_THROTTLE_UPLOAD", default="30/min"),
     "token": env("HETPLANNER_THROTTLE_TOKEN", default="10/min"),
+    "token_exchange": env("HETPLANNER_THROTTLE_TOKEN_EXCHANGE", default="5/min"),
 }
 # Quotas: runs and sweeps a user may have queued or running at once.
 HETPLANNER_MAX_ACTIVE_RUNS_PER_USER = env.int("HETPLANNER_MAX_ACTIVE_RUNS_PER_USER", default=20)

@@ -130,6 +130,16 @@ class Sweep(models.Model):
         """Whether the sweep reached a state it never leaves."""
         return self.status in (SweepStatus.FINISHED, SweepStatus.CANCELLED)
 
+    @property
+    def status_label(self) -> str:
+        """The status in the words runs and plans use: a finished sweep whose
+        configurations all succeeded reads "Succeeded", one with failures says how many."""
+        if self.status == SweepStatus.FINISHED:
+            if self.failed_count:
+                return f"Finished, {self.failed_count} of {self.total} failed"
+            return "Succeeded"
+        return str(self.get_status_display())
+
 
 class SweepChunk(models.Model):
     """Configurations ``start`` ≤ index < ``stop`` of a sweep, run by one Celery task."""

@@ -65,3 +65,50 @@ def test_a_finished_plan_shows_its_recommendation_and_pareto_front(
     assert response.status_code == 302 and "/scenarios/" in response["Location"]
     client.force_login(other_user)
     assert client.get(f"/plans/{plan.pk}/").status_code == 404
+
+
+def test_the_plan_headline_gives_the_recommendations_p90_latencies(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    from simulations.core.catalog import builtin_catalog
+    from simulations.core.planner import parse_plan, plan_search
+    from simulations.plans import services
+
+    result = plan_search(parse_plan(small_doc(), builtin_catalog()))
+    plan = services.plan_create(spec=small_doc(), owner=user)
+    Plan.objects.filter(pk=plan.pk).update(
+        status=RunStatus.SUCCEEDED, result=result, progress=100, finished_at=timezone.now()
+    )
+    html = alice_client.get(f"/plans/{plan.pk}/").content.decode()
+    lead = html.split('<p class="lead">', 1)[1].split("</p>", 1)[0]
+    assert "n/a" not in lead
+    metrics = result["recommendation"]["metrics"]
+    from frontend.charts.base import fmt
+
+    assert f"p90 TTFT {fmt(metrics['ttft_ms']['p90'])} ms" in lead
+    assert f"p90 TPOT {fmt(metrics['tpot_ms']['p90'])} ms" in lead
+
+
+def test_the_pareto_table_shows_enough_digits_to_tell_configurations_apart(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    import re
+
+    from simulations.core.catalog import builtin_catalog
+    from simulations.core.planner import parse_plan, plan_search
+    from simulations.plans import services
+
+    result = plan_search(parse_plan(small_doc(), builtin_catalog()))
+    first, second = result["evaluated"][:2]
+    first["metrics"]["throughput_tok_s"] = 235.3
+    second["metrics"]["throughput_tok_s"] = 235.306
+    result["pareto"]["capex_vs_throughput"] = [{"key": first["key"]}, {"key": second["key"]}]
+    plan = services.plan_create(spec=small_doc(), owner=user)
+    Plan.objects.filter(pk=plan.pk).update(
+        status=RunStatus.SUCCEEDED, result=result, progress=100, finished_at=timezone.now()
+    )
+    html = alice_client.get(f"/plans/{plan.pk}/").content.decode()
+    table = html.split('<table id="front">', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r'<td class="num">([^<]*)</td>', table)
+    throughputs = cells[1::2]
+    assert len(throughputs) == 2 and throughputs[0] != throughputs[1], throughputs

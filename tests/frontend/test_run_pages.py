@@ -148,7 +148,7 @@ def test_the_csv_export_has_a_row_per_system_with_ratios(
     assert [r["system"] for r in rows] == [s["name"] for s in result]
     assert float(rows[1]["throughput_tok_s"]) == pytest.approx(result[1]["throughput_tok_s"])
     assert float(rows[0]["throughput_tok_s_vs_baseline"]) == 1.0
-    assert float(rows[1]["ttft_p90_ms"]) == pytest.approx(result[1]["ttft_ms"]["p90"])
+    assert float(rows[1]["ttft_ms_p90"]) == pytest.approx(result[1]["ttft_ms"]["p90"])
     devices = list(csv.DictReader(io.StringIO(text.split("\n\n")[1])))
     assert {d["device"] for d in devices} == {"a100-80gb", "u280"}
 
@@ -202,3 +202,61 @@ def test_system_names_are_escaped_in_the_page_and_the_charts(alice_client: Any, 
     figs = run_figures(alice_client, f"/runs/{run.pk}/")
     hover = json.dumps(figs["efficiency"]["data"][0]["hovertext"])
     assert "&lt;img src=x" in hover and "<img" not in hover
+
+
+def test_the_scenario_document_panel_shows_json(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    page = alice_client.get(f"/runs/{glitches_run.pk}/").content.decode()
+    panel = page.split("Scenario document", 1)[1]
+    body = re.search(r'<pre class="code"[^>]*>(.*?)</pre>', panel, re.S)
+    assert body is not None
+    assert json.loads(html.unescape(body.group(1))) == glitches_run.document
+
+
+def test_a_long_system_name_is_shortened_in_the_table_with_the_full_name_as_title(
+    alice_client: Any, user: Any
+) -> None:
+    from simulations.services import catalog_seed
+
+    from .conftest import glitches_document, store_succeeded_run
+
+    catalog_seed()
+    doc = glitches_document(10)
+    long_name = "1x a100-80gb (vllm) + 7x u280 (flightllm, prefetch 4) " * 3
+    doc["systems"][1]["name"] = long_name.strip()
+    run = store_succeeded_run(user, doc)
+    page = alice_client.get(f"/runs/{run.pk}/").content.decode()
+    head = page.split('<table id="summary"', 1)[1].split("</thead>", 1)[0]
+    assert f'title="{html.escape(long_name.strip(), quote=True)}"' in head
+    assert html.escape(long_name.strip()) not in re.sub(r'title="[^"]*"', "", head)
+
+
+def test_requests_clipped_to_the_context_are_counted_on_the_page_and_in_the_csv(
+    alice_client: Any, glitches_run: SimulationRun
+) -> None:
+    result = glitches_run.result
+    result["systems"][1]["clipped_requests"] = 3
+    SimulationRun.objects.filter(pk=glitches_run.pk).update(result=result)
+    glitches_run.refresh_from_db()
+    page = alice_client.get(f"/runs/{glitches_run.pk}/").content.decode()
+    notice = page.split('id="clipped"', 1)[1].split("</div>", 1)[0]
+    system = result["systems"][1]
+    assert f"{html.escape(system['name'])}: 3 of {system['requests']} requests" in notice
+    text = alice_client.get(f"/runs/{glitches_run.pk}/result.csv").content.decode()
+    rows = list(csv.DictReader(io.StringIO(text.split("\n\n")[0])))
+    assert [r["clipped_requests"] for r in rows] == ["0", "3"]
+
+
+def test_the_page_csv_and_the_api_csv_share_one_schema(
+    alice_client: Any, user: Any, glitches_run: SimulationRun
+) -> None:
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(user)
+    api_csv = api.get(f"/api/runs/{glitches_run.pk}/result/?format=csv").content.decode()
+    page_csv = alice_client.get(f"/runs/{glitches_run.pk}/result.csv").content.decode()
+    assert page_csv.split("\n\n")[0].strip() == api_csv.strip()
+    header = api_csv.splitlines()[0].split(",")
+    assert {"ttft_ms_p90", "throughput_tok_s_vs_baseline", "clipped_requests"} <= set(header)

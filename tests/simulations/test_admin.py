@@ -223,3 +223,8 @@ def test_staff_add_an_fpga_with_its_params_and_bad_ones_are_named(admin_client: 
         assert response.status_code == 200
         assert field in form_errors(response), form_errors(response)
     assert not Device.objects.filter(slug="bad-fpga").exists()
+
+
+def test_the_device_form_says_idle_power_0_means_unknown(admin_client: Any) -> None:
+    page = admin_client.get("/admin/simulations/device/add/").content.decode()
+    assert "0 if unknown" in page

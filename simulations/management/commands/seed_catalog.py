@@ -5,11 +5,13 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from simulations.builtin_traces import builtin_traces_seed
 from simulations.services import catalog_seed
 
 
 class Command(BaseCommand):
-    """Create what is missing of the built-in catalog and update the rows it still owns.
+    """Create what is missing of the built-in catalog and update the rows it still owns,
+    and store the Azure traces the repository ships (public built-in traces) if missing.
 
     Rows are matched by slug. A row staff edited since the seed last wrote it (admin, API
     or page) is left alone and reported; ``--reset SLUG`` forces it back to the data files.
@@ -37,3 +39,13 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError(f"catalog not loaded: {'; '.join(exc.messages)}") from exc
         self.stdout.write(self.style.SUCCESS(f"Catalog loaded: {report}."))
+        try:
+            created = builtin_traces_seed()
+        except ValidationError as exc:
+            raise CommandError(f"built-in traces not loaded: {'; '.join(exc.messages)}") from exc
+        self.stdout.write(
+            self.style.SUCCESS(
+                "Built-in traces: "
+                + (f"stored {', '.join(created)}." if created else "all already stored.")
+            )
+        )
