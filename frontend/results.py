@@ -142,3 +142,37 @@ def _readable(unit: str, values: list[Any]) -> tuple[str, list[Any]]:
 
 def _scale(values: list[Any], factor: float) -> list[float | None]:
     return [None if (v := finite(x)) is None else v * factor for x in values]
+
+
+def headline(systems: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """A run's headline for the run list: its best-throughput system (the first of a tie)
+    with its throughput and p90 TTFT/TPOT, read as the results table reads them (None
+    without a system that reports a throughput)."""
+    best: Mapping[str, Any] | None = None
+    best_t = 0.0
+    for s in systems:
+        t = finite(_get(s, "throughput_tok_s"))
+        if t is not None and (best is None or t > best_t):
+            best, best_t = s, t
+    if best is None:
+        return None
+    return {
+        "system": best.get("name", ""),
+        "systems": len(systems),
+        "throughput_tok_s": _get(best, "throughput_tok_s"),
+        "ttft_p90_ms": _get(best, ("ttft", "p90")),
+        "tpot_p90_ms": _get(best, ("tpot", "p90")),
+    }
+
+
+def compared_systems(
+    results: Sequence[tuple[int, Mapping[str, Any] | None]],
+) -> list[dict[str, Any]]:
+    """The systems of several runs' results side by side, in the order given, each
+    labelled "run #id · system name" so the tables and charts of a single run can show
+    them (a shallow copy: the stored documents are not changed)."""
+    out = []
+    for run_id, result in results:
+        for i, s in enumerate(systems_of(result)):
+            out.append({**s, "name": f"run #{run_id} · {s.get('name', f'system {i}')}"})
+    return out

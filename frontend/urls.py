@@ -47,6 +47,8 @@ urlpatterns = [
     ),
     # runs
     path("runs/", runs.run_list, name="run_list"),
+    path("runs/compare/", runs.run_compare, name="run_compare"),
+    path("runs/compare/charts.json", runs.run_compare_charts, name="run_compare_charts"),
     path("runs/<int:pk>/", runs.run_detail, name="run_detail"),
     path("runs/<int:pk>/status.json", runs.run_status, name="run_status"),
     path("runs/<int:pk>/cancel/", runs.run_cancel, name="run_cancel"),

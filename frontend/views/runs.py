@@ -133,11 +133,36 @@ def run_list(request: HttpRequest) -> HttpResponse:
     if status in RunStatus.values:
         qs = qs.filter(status=status)
     page = Paginator(qs, 25).get_page(page_number(request))
+    headlines = _headlines([r for r in page if r.status == RunStatus.SUCCEEDED])
     return render(
         request,
         "frontend/runs/list.html",
-        {"page": page, "status": status, "statuses": RunStatus.choices},
+        {
+            "page": page,
+            "rows": [(r, headlines.get(r.pk)) for r in page],
+            "status": status,
+            "statuses": RunStatus.choices,
+            "max_compared": selectors.MAX_COMPARED_RUNS,
+        },
     )
+
+
+def _headlines(runs: list[SimulationRun]) -> dict[int, dict[str, Any] | None]:
+    """:func:`frontend.results.headline` of each succeeded run, cached per result version:
+    only the results not cached are read (they are large; the list defers them)."""
+    keys = {r.pk: f"run-headline:v1:{_result_version(r)}" for r in runs}
+    out: dict[int, dict[str, Any] | None] = {}
+    missing = []
+    for pk, key in keys.items():
+        cached = _cache_get(key)
+        if isinstance(cached, dict) and "headline" in cached:
+            out[pk] = cached["headline"]
+        else:
+            missing.append(pk)
+    for pk, result in selectors.run_results(missing).items():
+        out[pk] = results.headline(results.systems_of(result))
+        _cache_set(keys[pk], {"headline": out[pk]})
+    return out
 
 
 def _status_payload(run: SimulationRun) -> dict[str, Any]:
@@ -287,12 +312,9 @@ def _comparison(
     }
 
 
-def _charts_json(
-    run: SimulationRun, systems: list[Any], baseline: int, request: HttpRequest
-) -> str:
-    """``{"charts": {element id: Plotly figure}}`` of the run page's comparison (the JSON
-    text, built from each figure's own JSON without decoding it again)."""
-    slo = (run.document or {}).get("slo") or {}
+def _comparison_charts(systems: list[Any], baseline: int, slo: Mapping[str, Any]) -> list[Any]:
+    """The comparison charts of a run page (and of a comparison of runs): efficiency,
+    latency CDFs (with the SLO's targets), percentiles, utilisation, energy, capacity."""
     built = [
         chart("efficiency", efficiency_figure(systems, baseline)),
         chart("latency-cdf", latency_cdf_figure(systems, slo)),
@@ -302,6 +324,20 @@ def _charts_json(
     ]
     if costs.capacity_rows(systems):
         built.append(chart("capacity-chart", capacity_figure(systems, slo)))
+    return built
+
+
+def _charts_body(built: list[Any]) -> str:
+    body = ",".join(f"{json.dumps(c.id)}:{c.json}" for c in built)
+    return f'{{"charts":{{{body}}}}}'
+
+
+def _charts_json(
+    run: SimulationRun, systems: list[Any], baseline: int, request: HttpRequest
+) -> str:
+    """``{"charts": {element id: Plotly figure}}`` of the run page's comparison (the JSON
+    text, built from each figure's own JSON without decoding it again)."""
+    built = _comparison_charts(systems, baseline, (run.document or {}).get("slo") or {})
     selected = _selected(request, "timeline", _with_timeline(systems))
     if selected >= 0:
         built.append(chart("timeline", timeline_figure(systems[selected])))
@@ -319,8 +355,7 @@ def _charts_json(
                 ),
             )
         )
-    body = ",".join(f"{json.dumps(c.id)}:{c.json}" for c in built)
-    return f'{{"charts":{{{body}}}}}'
+    return _charts_body(built)
 
 
 def _result_version(run: SimulationRun) -> str:
@@ -493,4 +528,88 @@ def run_scenario_json(request: HttpRequest, pk: int) -> HttpResponse:
         json.dumps(run.document, indent=1), content_type="application/json; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="{_filename(run, "-scenario.json")}"'
+    return response
+
+
+class _BadIdsError(ValueError):
+    """``?ids=`` does not name between two and MAX_COMPARED_RUNS distinct run ids."""
+
+
+def _compare_ids(request: HttpRequest) -> list[int]:
+    """The run ids of ``?ids=1,2,3`` (or ``?ids=1&ids=2``, as the run list's form sends
+    them), distinct, in order. Raises _BadIdsError saying what is wrong."""
+    raw = [p.strip() for v in request.GET.getlist("ids") for p in v.split(",") if p.strip()]
+    try:
+        ids = list(dict.fromkeys(int(p) for p in raw[: selectors.MAX_COMPARED_RUNS + 1]))
+    except ValueError:
+        raise _BadIdsError("ids: give run numbers separated by commas, e.g. ?ids=3,7") from None
+    if len(ids) < 2 or len(raw) > selectors.MAX_COMPARED_RUNS:
+        raise _BadIdsError(f"ids: select between 2 and {selectors.MAX_COMPARED_RUNS} distinct runs")
+    return ids
+
+
+def _compared(request: HttpRequest) -> tuple[selectors.RunsToCompare, list[dict[str, Any]]]:
+    """The runs ``?ids=`` names (404 when any is not the viewer's to see, without saying
+    which) and their systems labelled by run. _BadIdsError propagates."""
+    ids = _compare_ids(request)
+    try:
+        chosen = selectors.runs_to_compare(request.user, ids)
+    except SimulationRun.DoesNotExist:
+        raise Http404("no such run") from None
+    return chosen, results.compared_systems([(r.pk, r.result) for r in chosen.runs])
+
+
+def _common_slo(runs: list[SimulationRun]) -> dict[str, Any]:
+    """The runs' SLO if they all share it (the CDFs then draw its targets), else none."""
+    slos = [(r.document or {}).get("slo") or {} for r in runs]
+    return slos[0] if slos and all(s == slos[0] for s in slos) else {}
+
+
+@login_required
+@require_GET
+def run_compare(request: HttpRequest) -> HttpResponse:
+    """Saved runs side by side (``?ids=1,2,3``): the run page's tables and charts over the
+    systems of every selected succeeded run, each labelled "run #id · system"."""
+    try:
+        chosen, systems = _compared(request)
+    except _BadIdsError as exc:
+        return render(request, "frontend/runs/compare.html", {"error": str(exc)}, status=400)
+    baseline = _baseline(request, len(systems))
+    query = urlencode({"ids": ",".join(str(r.pk) for r in chosen.runs), "baseline": baseline})
+    context: dict[str, Any] = {
+        "runs": chosen.runs,
+        "left_out": chosen.left_out,
+        "systems": [{"name": s["name"], "policy": s.get("policy", "")} for s in systems],
+        "baseline": baseline,
+        "ids": ",".join(str(r.pk) for r in chosen.runs),
+    }
+    if systems:
+        context.update(
+            {
+                "summary": results.summary_rows(systems, baseline),
+                "clipped": results.clipped_requests(systems),
+                "provenance": result_provenance(systems),
+                "tco": costs.tco_rows(systems),
+                "capacity": costs.capacity_rows(systems),
+                "parallel": parallel_rows(systems),
+                "charts": COMPARISON_CHARTS,
+                "charts_src": f"{reverse('frontend:run_compare_charts')}?{query}",
+            }
+        )
+    return render(request, "frontend/runs/compare.html", context)
+
+
+@login_required
+@require_GET
+def run_compare_charts(request: HttpRequest) -> HttpResponse:
+    """The comparison page's charts as Plotly JSON (loaded after the page)."""
+    try:
+        chosen, systems = _compared(request)
+    except _BadIdsError as exc:
+        return JsonResponse({"ids": [str(exc)]}, status=400)
+    if not systems:
+        raise Http404("no run of the comparison has a result")
+    built = _comparison_charts(systems, _baseline(request, len(systems)), _common_slo(chosen.runs))
+    response = HttpResponse(_charts_body(built), content_type="application/json")
+    response["Cache-Control"] = "private, max-age=300"
     return response
