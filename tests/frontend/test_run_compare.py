@@ -79,11 +79,20 @@ def test_the_comparison_charts_label_each_system_with_its_run(
 
 
 def test_another_users_private_run_is_a_404_and_nothing_of_it_is_rendered(
-    client: Any, other_user: Any, glitches_run: SimulationRun, seeded: Any
+    client: Any,
+    other_user: Any,
+    glitches_run: SimulationRun,
+    second_run: SimulationRun,
+    seeded: Any,
 ) -> None:
     doc = glitches_document(requests=20)
     doc["name"] = "Bob's secret plan"
     bobs = store_succeeded_run(other_user, doc)
+    client.force_login(glitches_run.owner)
+    # alice's own two runs compare; swapping one for bob's run answers as if it did not exist
+    assert client.get(f"/runs/compare/?ids={glitches_run.pk},{second_run.pk}").status_code == 200
+    client.force_login(other_user)
+    assert client.get(f"/runs/compare/?ids={bobs.pk},{second_run.pk}").status_code == 404
     client.force_login(glitches_run.owner)
     response = client.get(f"/runs/compare/?ids={glitches_run.pk},{bobs.pk}")
     assert response.status_code == 404
