@@ -142,8 +142,9 @@ def runs_to_compare(user: Any, ids: Sequence[int]) -> RunsToCompare:
     """The runs ``ids`` names for a comparison, each one ``user`` may see.
 
     Raises SimulationRun.DoesNotExist when any id is not a run ``user`` may see (the
-    caller answers 404 without saying which: nothing of another user's run is shown)."""
-    found = {r.pk: r for r in runs_visible_to(user).filter(pk__in=ids)}
+    caller answers 404 without saying which: nothing of another user's run is shown).
+    The result documents are left unread (:func:`run_results` reads them when needed)."""
+    found = {r.pk: r for r in runs_visible_to(user).defer("result").filter(pk__in=ids)}
     if len(found) != len(set(ids)):
         raise SimulationRun.DoesNotExist("no such run")
     ordered = [found[i] for i in dict.fromkeys(ids)]

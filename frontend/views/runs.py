@@ -548,15 +548,29 @@ def _compare_ids(request: HttpRequest) -> list[int]:
     return ids
 
 
-def _compared(request: HttpRequest) -> tuple[selectors.RunsToCompare, list[dict[str, Any]]]:
-    """The runs ``?ids=`` names (404 when any is not the viewer's to see, without saying
-    which) and their systems labelled by run. _BadIdsError propagates."""
+def _compared(request: HttpRequest) -> selectors.RunsToCompare:
+    """The runs ``?ids=`` names, their results unread (404 when any is not the viewer's to
+    see, without saying which). _BadIdsError propagates."""
     ids = _compare_ids(request)
     try:
-        chosen = selectors.runs_to_compare(request.user, ids)
+        return selectors.runs_to_compare(request.user, ids)
     except SimulationRun.DoesNotExist:
         raise Http404("no such run") from None
-    return chosen, results.compared_systems([(r.pk, r.result) for r in chosen.runs])
+
+
+def _compared_systems(runs: list[SimulationRun]) -> list[dict[str, Any]]:
+    """The runs' systems labelled by run (reads their results)."""
+    found = selectors.run_results([r.pk for r in runs])
+    return results.compared_systems([(r.pk, found.get(r.pk)) for r in runs])
+
+
+def _compare_cache_key(kind: str, runs: list[SimulationRun], request: HttpRequest) -> str:
+    """A cache key for what ``kind`` renders of these runs' results: their result versions
+    and the baseline asked for (hashed: user input)."""
+    versions = "|".join(_result_version(r) for r in runs)
+    baseline = request.GET.get("baseline", "")[:16]
+    digest = hashlib.sha256(f"{versions}#{baseline}".encode()).hexdigest()[:32]
+    return f"{kind}:v1:{digest}"
 
 
 def _common_slo(runs: list[SimulationRun]) -> dict[str, Any]:
@@ -571,17 +585,31 @@ def run_compare(request: HttpRequest) -> HttpResponse:
     """Saved runs side by side (``?ids=1,2,3``): the run page's tables and charts over the
     systems of every selected succeeded run, each labelled "run #id · system"."""
     try:
-        chosen, systems = _compared(request)
+        chosen = _compared(request)
     except _BadIdsError as exc:
         return render(request, "frontend/runs/compare.html", {"error": str(exc)}, status=400)
+    ids = ",".join(str(r.pk) for r in chosen.runs)
+    context: dict[str, Any] = {"runs": chosen.runs, "left_out": chosen.left_out, "ids": ids}
+    # the tables depend only on the stored results and the baseline: cached per result
+    # versions, so a second view reads none of the (large) result documents
+    key = _compare_cache_key("run-compare", chosen.runs, request)
+    comparison = _cache_get(key)
+    if not isinstance(comparison, dict):
+        comparison = _compare_tables(_compared_systems(chosen.runs), request, ids)
+        _cache_set(key, comparison)
+    context.update(comparison)
+    return render(request, "frontend/runs/compare.html", context)
+
+
+def _compare_tables(
+    systems: list[dict[str, Any]], request: HttpRequest, ids: str
+) -> dict[str, Any]:
+    """The comparison page's tables over ``systems`` (and where its charts load from)."""
     baseline = _baseline(request, len(systems))
-    query = urlencode({"ids": ",".join(str(r.pk) for r in chosen.runs), "baseline": baseline})
+    query = urlencode({"ids": ids, "baseline": baseline})
     context: dict[str, Any] = {
-        "runs": chosen.runs,
-        "left_out": chosen.left_out,
         "systems": [{"name": s["name"], "policy": s.get("policy", "")} for s in systems],
         "baseline": baseline,
-        "ids": ",".join(str(r.pk) for r in chosen.runs),
     }
     if systems:
         context.update(
@@ -596,7 +624,7 @@ def run_compare(request: HttpRequest) -> HttpResponse:
                 "charts_src": f"{reverse('frontend:run_compare_charts')}?{query}",
             }
         )
-    return render(request, "frontend/runs/compare.html", context)
+    return context
 
 
 @login_required
@@ -604,12 +632,18 @@ def run_compare(request: HttpRequest) -> HttpResponse:
 def run_compare_charts(request: HttpRequest) -> HttpResponse:
     """The comparison page's charts as Plotly JSON (loaded after the page)."""
     try:
-        chosen, systems = _compared(request)
+        chosen = _compared(request)
     except _BadIdsError as exc:
         return JsonResponse({"ids": [str(exc)]}, status=400)
-    if not systems:
-        raise Http404("no run of the comparison has a result")
-    built = _comparison_charts(systems, _baseline(request, len(systems)), _common_slo(chosen.runs))
-    response = HttpResponse(_charts_body(built), content_type="application/json")
+    key = _compare_cache_key("run-compare-charts", chosen.runs, request)
+    body = _cache_get(key)
+    if not isinstance(body, str):
+        systems = _compared_systems(chosen.runs)
+        if not systems:
+            raise Http404("no run of the comparison has a result")
+        slo = _common_slo(chosen.runs)
+        body = _charts_body(_comparison_charts(systems, _baseline(request, len(systems)), slo))
+        _cache_set(key, body)
+    response = HttpResponse(body, content_type="application/json")
     response["Cache-Control"] = "private, max-age=300"
     return response

@@ -131,3 +131,29 @@ def test_bad_ids_are_a_400_naming_the_field(
 def test_the_comparison_needs_a_signed_in_user(client: Any, glitches_run: SimulationRun) -> None:
     response = client.get(f"/runs/compare/?ids={glitches_run.pk},{glitches_run.pk + 1}")
     assert response.status_code == 302
+
+
+def test_the_comparison_reads_the_results_once_per_set_of_result_versions(
+    alice_client: Any, glitches_run: SimulationRun, second_run: SimulationRun
+) -> None:
+    from datetime import timedelta
+    from unittest import mock
+
+    from django.core.cache import cache
+
+    from frontend.views import runs
+
+    cache.clear()
+    ids = f"{glitches_run.pk},{second_run.pk}"
+    with mock.patch.object(runs.selectors, "run_results", wraps=runs.selectors.run_results) as read:
+        for path in (f"/runs/compare/?ids={ids}", f"/runs/compare/charts.json?ids={ids}"):
+            first = alice_client.get(path)
+            second = alice_client.get(path)
+            assert first.status_code == second.status_code == 200
+        assert read.call_count == 2  # once for the page, once for its charts
+        # a new result of one run (a later attempt) is a new version: read again
+        SimulationRun.objects.filter(pk=second_run.pk).update(
+            finished_at=second_run.finished_at + timedelta(seconds=1)
+        )
+        assert alice_client.get(f"/runs/compare/?ids={ids}").status_code == 200
+        assert read.call_count == 3
