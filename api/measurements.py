@@ -118,6 +118,13 @@ class MeasurementImportSerializer(serializers.Serializer):
         return attrs
 
 
+class MeasurementImportJsonSerializer(MeasurementImportSerializer):
+    """The JSON body of a measurement-set import: ``text`` or ``rows`` (a file needs a
+    multipart upload)."""
+
+    file = None  # type: ignore[assignment]
+
+
 class CalibrationSerializer(serializers.ModelSerializer):
     """A fit: the calibration document (``report``) and the profile it was saved as."""
 
@@ -166,6 +173,13 @@ class CalibrationRequestSerializer(serializers.Serializer):
         return attrs
 
 
+class CalibrationRequestJsonSerializer(CalibrationRequestSerializer):
+    """The JSON body of a fit: a ``measurement_set`` or CSV ``text`` (a file needs a
+    multipart upload)."""
+
+    file = None  # type: ignore[assignment]
+
+
 class CalibrationSaveSerializer(serializers.Serializer):
     """Save a fit as a runtime profile: private to you, or ``publish`` (staff only)."""
 
@@ -196,6 +210,7 @@ class MeasurementSetViewSet(
     lookup_field = "slug"
     lookup_value_regex = r"[a-z0-9][a-z0-9._-]*"
     parser_classes = [BoundedJSONParser, BoundedMultiPartParser]
+    ordering_fields = ("slug", "name", "created_at", "row_count")
 
     def get_queryset(self) -> QuerySet[MeasurementSet]:
         rows = selectors.measurement_sets_visible_to(self.request.user)
@@ -222,7 +237,7 @@ class MeasurementSetViewSet(
         tags=["calibration"],
         request={
             "multipart/form-data": MeasurementImportSerializer,
-            "application/json": MeasurementImportSerializer,
+            "application/json": MeasurementImportJsonSerializer,
         },
         responses={201: MeasurementSetSerializer},
     )
@@ -289,6 +304,7 @@ class CalibrationViewSet(
 
     serializer_class = CalibrationSerializer
     parser_classes = [BoundedJSONParser, BoundedMultiPartParser]
+    ordering_fields = ("id", "created_at", "mape", "holdout_mape")
 
     def get_queryset(self) -> QuerySet[Calibration]:
         rows = selectors.calibrations_of(self.request.user)
@@ -304,7 +320,7 @@ class CalibrationViewSet(
         tags=["calibration"],
         request={
             "multipart/form-data": CalibrationRequestSerializer,
-            "application/json": CalibrationRequestSerializer,
+            "application/json": CalibrationRequestJsonSerializer,
         },
         responses={201: CalibrationSerializer},
     )

@@ -24,6 +24,7 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
+    extend_schema_field,
     extend_schema_view,
 )
 from drf_spectacular.views import SpectacularSwaggerView
@@ -82,10 +83,16 @@ def _lock_user(user: Any) -> None:
 # --- catalog ---------------------------------------------------------------------------------
 
 
+@extend_schema_field({"type": "string", "enum": [k for k, _ in device_kind_choices()]})
+class KindFilter(filters.ChoiceFilter):
+    """A device kind: the registered families' slugs (their choices are computed, so the
+    schema states them here)."""
+
+
 class DeviceFilter(StrictFilterSet):
     """Devices by kind and vendor."""
 
-    kind = filters.ChoiceFilter(choices=device_kind_choices)
+    kind = KindFilter(choices=device_kind_choices)
     vendor = filters.CharFilter(lookup_expr="iexact")
 
     class Meta:
@@ -132,7 +139,7 @@ class DeviceViewSet(StrictQueryMixin, viewsets.ModelViewSet):
 class RuntimeFilter(StrictFilterSet):
     """Runtime profiles by device kind."""
 
-    device_kind = filters.ChoiceFilter(choices=device_kind_choices)
+    device_kind = KindFilter(choices=device_kind_choices)
 
     class Meta:
         model = s.RuntimeProfile

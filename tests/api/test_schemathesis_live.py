@@ -62,6 +62,8 @@ SEMANTIC_400 = {
     "PATCH /api/workloads/{id}/": "a trace slug must exist; distributions must be consistent",
     # file contents
     "POST /api/traces/": "the CSV text must parse as an Azure trace",
+    "POST /api/measurements/": "the stack, device and model slugs must exist; CSV rows must parse",
+    "POST /api/calibrations/": "the measurement set must be one the user can see; CSV must parse",
 }
 
 #: The check of "schema-valid request rejected" (positive_data_acceptance).
