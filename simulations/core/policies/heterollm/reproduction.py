@@ -419,9 +419,10 @@ def decode_checks() -> list[Check]:
     return checks
 
 
-#: Published fast-sync decode speeds (Fig. 16, §5.3) used to read Fig. 17's gains as
-#: milliseconds; Llama-7B has none, so its reading uses the model's own step time.
-_FIG16_TOK_S = {"llama8b": 14.01, "llama3b": 29.9, "internlm": 51.12}
+#: Models whose fast-sync decode speed Fig. 16 publishes (targets
+#: ``fig16.<model>_tensor_tok_s``), used to read Fig. 17's gains as milliseconds; Llama-7B
+#: has none, so its reading uses the model's own step time.
+_FIG16_MODELS = ("llama8b", "llama3b", "internlm")
 
 
 @runner(PAPER)
@@ -532,7 +533,7 @@ def _fig17(conv: float) -> list[Check]:
         slow = _decider(m, "hetero-tensor", fast=False).decode(1, DECODE_PROMPT)
         layers = _decider(m, "hetero-tensor").model.n_layers
         target = _paper(f"fig17.{m}_fast_sync_gain")
-        step = 1.0 / _FIG16_TOK_S[m] if m in _FIG16_TOK_S else fast.seconds
+        step = 1.0 / _paper(f"fig16.{m}_tensor_tok_s") if m in _FIG16_MODELS else fast.seconds
         # time per layer the paper's gain adds at its own fast-sync step (Fig. 16)
         paper_layer_ms = (target - 1.0) * step / layers * 1e3
         cut = [k.name for k in fast.kernels if k.procs == "gpu+npu"]
@@ -552,7 +553,7 @@ def _fig17(conv: float) -> list[Check]:
                 syncs=slow.syncs,
                 handovers=slow.syncs / layers,
                 cut=", ".join(cut),
-                step_source=notes.fragment("step_fig16" if m in _FIG16_TOK_S else "step_model"),
+                step_source=notes.fragment("step_fig16" if m in _FIG16_MODELS else "step_model"),
                 paper_layer_ms=paper_layer_ms,
                 paper_handovers=paper_layer_ms * 1e-3 / conv,
                 most=1 + (8 * layers + 2) * conv / step,
