@@ -12,6 +12,7 @@ from . import neo  # noqa: F401  (registers "neo", "gpu-only", "fastdecode+" and
 from . import heterollm  # noqa: F401  (registers "heterollm" and its paper)
 from . import h2m2  # noqa: F401  (registers "h2m2" and its paper)
 from . import homogeneous  # noqa: F401  (registers "homogeneous", the baseline of every paper)
+from . import disaggregated  # noqa: F401  (registers "disaggregated", GLITCHES §III generalised)
 
 # isort: on
 from .base import (

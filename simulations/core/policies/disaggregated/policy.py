@@ -1,0 +1,465 @@
+"""The ``disaggregated`` policy: a prefill pool and a decode pool of any catalog devices and
+the KV hand-over between them. See :class:`DisaggregatedPolicy`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from simulations.core.devices import build_device_model
+from simulations.core.devices.base import DeviceModel
+from simulations.core.devices.parallel import ParallelGroup, shard_model
+from simulations.core.engine.core import (
+    Link,
+    ProgressFn,
+    SimOutput,
+    Unit,
+    build_units,
+)
+from simulations.core.engine.requests import RequestSet, generate_requests
+from simulations.core.errors import CapacityError, SpecError
+from simulations.core.metrics import system_result
+from simulations.core.policies.base import OptionSpec, RoleSpec, register
+from simulations.core.policies.simulated import EnginePolicy
+from simulations.core.spec import (
+    DeviceKind,
+    DeviceSpec,
+    LinkSpec,
+    ModelSpec,
+    RuntimeProfile,
+    SloSpec,
+    SystemSpec,
+    WorkloadSpec,
+)
+
+from .sim import DisaggSim
+from .transfer import Hop
+
+ROLES = ("prefill", "decode")
+
+
+def _catalog_link(value: str, field: str) -> LinkSpec:
+    """The shipped catalog's link ``value``; SpecError naming ``field`` when unknown."""
+    from simulations.core.catalog import builtin_catalog
+
+    try:
+        return builtin_catalog().link(value)
+    except SpecError as exc:
+        raise SpecError(field, exc.message) from None
+
+
+def _batch_limit(device: DeviceSpec, option: int) -> int:
+    """Sequences one instance of ``device`` processes together: 1 for an FPGA, whose
+    FlightLLM-style decode design runs one request at a time (GLITCHES §III-C, §V: the FPGA
+    "decodes one request at a time"), else the option."""
+    return 1 if device.kind == DeviceKind.FPGA else option
+
+
+@register
+class DisaggregatedPolicy(EnginePolicy):
+    """Disaggregated prefill/decode serving on two pools of any devices.
+
+    The idea of GLITCHES §III (GPU prefill, FPGA decode, KV streamed over PCIe layer by
+    layer, Fig. 4) generalised as Splitwise (Patel et al., ISCA'24: phase-split pools of
+    possibly different GPU types, layer-wise KV transfer overlapped with the prefill,
+    §4.2–4.3) and DistServe (Zhong et al., OSDI'24: prefill and decode instances with their
+    own parallelism, sized per phase, KV pulled by the decode instance, §4) describe it:
+
+    - Role ``prefill`` holds the prefill pool, role ``decode`` the decode pool; each is any
+      catalog devices (mixed types allowed, one placement per type) with its own runtime
+      profile. ``prefill_tensor_parallel`` / ``decode_tensor_parallel`` devices of one
+      placement form one instance (a :class:`~simulations.core.devices.parallel.
+      ParallelGroup` over ``link``). Every instance holds the whole model.
+    - A request is routed on arrival to the prefill instance with the fewest outstanding
+      prompt tokens, which prefills FCFS batches of up to ``prefill_max_batched_tokens``
+      (one prompt at a time on an FPGA). TTFT is the prefill's end.
+    - The request is then handed to the decode instance with the most free KV memory
+      among those with a free slot (``decode_max_batch``; 1 on an FPGA) and room for its
+      whole KV cache (prompt plus output, reserved at hand-over, as GLITCHES' FPGAs
+      reserve it). With ``kv_overlap`` the instance is chosen when the prefill starts and
+      the KV streams layer by layer behind it (Fig. 4, Splitwise §4.3); otherwise, or
+      when no decode instance had room then, the KV moves after the prefill (DistServe).
+    - The KV moves over ``kv_link`` (a catalog link between the two instances; each
+      booked FIFO on the sender's egress and the receiver's ingress), by default over a
+      host round trip (the sender's PCIe host link to the host, the receiver's to the
+      device, GLITCHES §V's "adding the latency from GPU to CPU and from CPU to FPGA").
+      It carries the decode stack's KV precision (quantised by the sender, §III). With
+      ``kv_free`` it costs nothing: the *ideal split*, an upper bound on any link.
+    - Backpressure: a prefilled request no decode instance can take waits at the
+      hand-over (FIFO) with its KV on the prefill instance, whose KV pool
+      (``memory_utilization`` × memory − weights) then admits fewer prefills.
+    - Decode instances run continuous batching of decode iterations; a sequence joins at
+      the next iteration boundary after its KV (and first token) arrived. A device that
+      samples on the host (FPGA) adds its logits round trip to every step (GLITCHES §III).
+    - *Multi-node* (``devices_per_node`` > 0): the system's devices fill nodes of that
+      size in the order they are listed. A KV transfer between instances on different
+      nodes, and the collectives of a tensor-parallel group that spans nodes, use
+      ``nic_link`` (one NIC per node, booked FIFO per direction) — GLITCHES §III's
+      multi-node deployment over Ethernet.
+
+    Deviations and assumptions: output lengths are known at hand-over, so a decode
+    instance reserves a request's final KV size and never preempts (vLLM would grow and
+    preempt; DistServe §4 also reserves); every request must fit alone on every instance
+    of both pools; TTFT excludes returning the token to the client; a cross-node KV
+    transfer is one NIC hop (GPUDirect RDMA: the NIC reads device memory over PCIe, which
+    is faster than the NIC); a transfer of a tensor-parallel group's KV is split over
+    ``min(tp_prefill, tp_decode)`` parallel device links; a prefill batch's per-layer time
+    is its total over the layers; the decode pool's routing ignores queue lengths of the
+    prefill pool. GLITCHES' own behaviour (GPU fallback decode, FCFS FPGA dispatch) is the
+    ``glitches`` policy, not this one.
+    """
+
+    name: ClassVar[str] = "disaggregated"
+    summary: ClassVar[str] = (
+        "Prefill pool and decode pool of any devices, KV moved over a link "
+        "(Splitwise/DistServe, generalising GLITCHES §III)"
+    )
+    roles: ClassVar[tuple[RoleSpec, ...]] = (
+        RoleSpec("prefill", "devices that prefill prompts (the first token)"),
+        RoleSpec("decode", "devices that decode with continuous batching (FPGA: batch 1)"),
+    )
+    result_blocks: ClassVar[tuple[str, ...]] = ("disaggregated", "scheduler")
+    options: ClassVar[tuple[OptionSpec, ...]] = (
+        OptionSpec(
+            "prefill_tensor_parallel",
+            int,
+            1,
+            "devices of one prefill instance (tensor parallel over link)",
+            minimum=1,
+            maximum=64,
+        ),
+        OptionSpec(
+            "decode_tensor_parallel",
+            int,
+            1,
+            "devices of one decode instance (tensor parallel over link)",
+            minimum=1,
+            maximum=64,
+        ),
+        OptionSpec(
+            "link",
+            str,
+            "",
+            "the catalog interconnect tensor-parallel groups all-reduce over within a node "
+            "(nvlink4, …); required when a tensor-parallel degree is above 1",
+            catalog="links",
+        ),
+        OptionSpec(
+            "kv_link",
+            str,
+            "",
+            "the catalog link the KV cache moves over between a prefill and a decode "
+            "instance (nvlink4, pcie4-x16, ethernet-100g, …); empty = a host round trip "
+            "over each device's PCIe host link",
+            catalog="links",
+        ),
+        OptionSpec(
+            "kv_free",
+            bool,
+            False,
+            "move the KV cache at no cost (the ideal split: an upper bound on any link)",
+        ),
+        OptionSpec(
+            "kv_overlap",
+            bool,
+            True,
+            "stream the KV layer by layer behind the prefill (GLITCHES Fig. 4, Splitwise); "
+            "off = send it after the prefill (DistServe)",
+        ),
+        OptionSpec(
+            "prefill_max_batched_tokens",
+            int,
+            4096,
+            "most prompt tokens of one prefill batch (a longer single prompt still runs)",
+            minimum=1,
+            maximum=1_000_000,
+        ),
+        OptionSpec(
+            "prefill_max_batch",
+            int,
+            64,
+            "most prompts of one prefill batch (FPGAs: 1)",
+            minimum=1,
+            maximum=4096,
+        ),
+        OptionSpec(
+            "decode_max_batch",
+            int,
+            256,
+            "most sequences a decode instance runs together (FPGAs: 1)",
+            minimum=1,
+            maximum=4096,
+        ),
+        OptionSpec(
+            "memory_utilization",
+            float,
+            0.9,
+            "fraction of device memory for weights and KV cache",
+            minimum=0.05,
+            maximum=1.0,
+        ),
+        OptionSpec(
+            "prefetch_ratio",
+            int,
+            4,
+            "FPGA data-prefetch ratio M (GLITCHES §IV); ignored for other devices",
+            minimum=1,
+            maximum=64,
+        ),
+        OptionSpec(
+            "devices_per_node",
+            int,
+            0,
+            "devices per node, filled in the order the devices are listed; 0 = one node",
+            minimum=0,
+            maximum=1024,
+        ),
+        OptionSpec(
+            "nic_link",
+            str,
+            "",
+            "the catalog link between nodes (ethernet-100g, infiniband-ndr, …); required "
+            "when the system spans nodes",
+            catalog="links",
+        ),
+    )
+
+    # --- layout ---------------------------------------------------------------------------
+
+    @classmethod
+    def replica_devices(cls, options: Mapping[str, Any]) -> int:
+        """Both pools' instances must be whole groups; the planner's count step is the
+        larger degree (it does not search this policy yet)."""
+        return max(int(options["prefill_tensor_parallel"]), int(options["decode_tensor_parallel"]))
+
+    @staticmethod
+    def _tp(opts: Mapping[str, Any], role: str) -> int:
+        return int(opts[f"{role}_tensor_parallel"])
+
+    @classmethod
+    def check_system(cls, system: SystemSpec, model: ModelSpec) -> None:
+        """Roles, degrees that divide the model and the counts, the links the layout needs
+        and every device's share of the weights within its memory."""
+        opts = cls.resolve_options(system.options)
+        for field in ("kv_link", "nic_link", "link"):
+            if opts[field]:
+                _catalog_link(str(opts[field]), f"options.{field}")
+        roles = {p.role for p in system.devices}
+        for j, p in enumerate(system.devices):
+            if p.role not in ROLES:
+                raise SpecError(f"devices[{j}].role", "roles are 'prefill' and 'decode'")
+        for role in ROLES:
+            if role not in roles:
+                raise SpecError("devices", f"a disaggregated system needs a {role!r} device")
+            tp = cls._tp(opts, role)
+            if tp == 1:
+                continue
+            for name, what in (
+                ("n_heads", "attention heads"),
+                ("n_kv_heads", "KV heads"),
+                ("ffn_size", "FFN width"),
+            ):
+                size = getattr(model, name)
+                if size % tp:
+                    raise SpecError(
+                        f"options.{role}_tensor_parallel",
+                        f"{tp} does not divide {model.slug}'s {size} {what} ({name})",
+                    )
+        layout = _layout(system, opts)
+        grouped = {r for r in ROLES if cls._tp(opts, r) > 1}
+        within = any(a == b and system.devices[j].role in grouped for j, a, b in layout)
+        if within and not opts["link"]:
+            raise SpecError("options.link", "name the interconnect of the parallel groups")
+        if _nodes(layout) > 1 and not opts["nic_link"]:
+            raise SpecError("options.nic_link", "name the link between the system's nodes")
+        for j, p in enumerate(system.devices):
+            tp = cls._tp(opts, p.role)
+            if p.count % tp:
+                raise SpecError(
+                    f"devices[{j}].count",
+                    f"{p.count} devices do not form {p.role} instances of "
+                    f"{p.role}_tensor_parallel = {tp}",
+                )
+            dm = build_device_model(p.device, p.runtime)
+            need = dm.weights_bytes(shard_model(model, tp))
+            cap = dm.memory_capacity_bytes * float(opts["memory_utilization"])
+            if need >= cap:
+                raise CapacityError(
+                    f"options.{p.role}_tensor_parallel",
+                    f"{model.slug} needs {need / 1e9:.1f} GB of weights per device at "
+                    f"{p.role}_tensor_parallel {tp} but {p.device.slug} offers "
+                    f"{cap / 1e9:.1f} GB (memory × memory_utilization); raise the degree",
+                )
+
+    # --- running --------------------------------------------------------------------------
+
+    def build_sim(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        requests: RequestSet,
+        progress: ProgressFn | None = None,
+    ) -> DisaggSim:
+        """The scheduler for ``system`` on ``requests``, ready to :meth:`~DisaggSim.run`."""
+        opts = self.resolve_options(system.options)
+        self.check_system(system, model)
+        link = _catalog_link(str(opts["link"]), "options.link") if opts["link"] else None
+        nic = _catalog_link(str(opts["nic_link"]), "options.nic_link") if opts["nic_link"] else None
+        kv = _catalog_link(str(opts["kv_link"]), "options.kv_link") if opts["kv_link"] else None
+        prefetch = {"prefetch_ratio": int(opts["prefetch_ratio"])}
+        layout = _layout(system, opts)
+        cap = self.timeline_cap
+
+        def factory(tp: int, group_link: LinkSpec | None) -> Any:
+            def make(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
+                dm = self.device_models(device, runtime).with_settings(prefetch)
+                return ParallelGroup(dm, tp, 1, link=group_link) if tp > 1 else dm
+
+            return make
+
+        pools: dict[str, list[Unit]] = {r: [] for r in ROLES}
+        node_of: dict[int, int] = {}
+        first = 0
+        for role in ROLES:
+            tp = self._tp(opts, role)
+            for j, p in enumerate(system.devices):
+                if p.role != role:
+                    continue
+                # Consecutive instances of the placement with the same group link.
+                segs: list[tuple[bool, list[int]]] = []
+                for _, node, last in (x for x in layout if x[0] == j):
+                    cross = node != last
+                    if segs and segs[-1][0] == cross:
+                        segs[-1][1].append(node)
+                    else:
+                        segs.append((cross, [node]))
+                for cross, nodes in segs:
+                    units = build_units(
+                        [replace(p, count=len(nodes))],
+                        model,
+                        factory(tp, nic if cross else link),
+                        exact=self.reference,
+                        timeline_cap=cap,
+                        step_overhead_s=(
+                            (lambda _p, dm: dm.host_sampling_s(model)) if role == "decode" else None
+                        ),
+                        first_index=first,
+                        placement_index=[j],
+                        convex=True,
+                    )
+                    for u, node in zip(units, nodes, strict=True):
+                        node_of[u.index] = node
+                    first += len(units)
+                    pools[role].extend(units)
+        n_nodes = _nodes(layout)
+        nic_out = [Link(nic, cap) for _ in range(n_nodes)]
+        nic_in = [Link(nic, cap) for _ in range(n_nodes)]
+        kv_out = {u.index: Link(kv, cap) for u in pools["prefill"]}
+        kv_in = {u.index: Link(kv, cap) for u in pools["decode"]}
+        free = bool(opts["kv_free"])
+        paths: dict[tuple[int, int], tuple[Hop, ...]] = {}
+
+        def path(p: Unit, d: Unit) -> Sequence[Hop]:
+            key = (p.index, d.index)
+            hit = paths.get(key)
+            if hit is not None:
+                return hit
+            lanes = min(p.group_size, d.group_size)
+            hops: tuple[Hop, ...]
+            if free:
+                hops = ()
+            elif node_of[p.index] != node_of[d.index]:
+                assert nic is not None  # check_system asks for it
+                hops = (Hop((nic_out[node_of[p.index]], nic_in[node_of[d.index]]), nic),)
+            elif kv is not None:
+                hops = (Hop((kv_out[p.index], kv_in[d.index]), kv, lanes),)
+            else:
+                for u in (p, d):
+                    if u.device.host_link is None:
+                        raise SpecError(
+                            "options.kv_link",
+                            f"{u.slug} has no PCIe host link for the default host round "
+                            "trip; name a kv_link",
+                        )
+                assert p.device.host_link is not None and d.device.host_link is not None
+                hops = (
+                    Hop((p.link_out,), p.device.host_link, lanes),
+                    Hop((d.link_in,), d.device.host_link, lanes),
+                )
+            paths[key] = hops
+            return hops
+
+        sim = DisaggSim(
+            requests,
+            pools["prefill"],
+            pools["decode"],
+            path=path,
+            kv_bits=lambda d: model.kv_bytes_per_token(d.runtime.kv_bits),
+            prefill_batch=[
+                _batch_limit(u.device, int(opts["prefill_max_batch"])) for u in pools["prefill"]
+            ],
+            decode_batch=[
+                _batch_limit(u.device, int(opts["decode_max_batch"])) for u in pools["decode"]
+            ],
+            prefill_max_tokens=int(opts["prefill_max_batched_tokens"]),
+            memory_utilization=float(opts["memory_utilization"]),
+            overlap=bool(opts["kv_overlap"]),
+            reference=self.reference,
+            progress=progress,
+        )
+        sim.extra["options"] = opts
+        sim.extra["nodes"] = n_nodes
+        return sim
+
+    def simulate(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        requests: RequestSet,
+        progress: ProgressFn | None = None,
+    ) -> SimOutput:
+        """Run the scheduler on ``requests`` and return the raw outcome."""
+        return self.build_sim(system, model, requests, progress).run()
+
+    def run(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        workload: WorkloadSpec,
+        slo: SloSpec,
+        rng: np.random.Generator,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Any]:
+        """The result entry, with the hand-over and the pools in the ``disaggregated`` block."""
+        requests = generate_requests(workload, model)
+        out = self.simulate(system, model, requests, progress)
+        block = out.extra.pop("disaggregated")
+        entry = system_result(system, out, slo)
+        entry["disaggregated"] = block
+        return entry
+
+
+def _layout(system: SystemSpec, opts: Mapping[str, Any]) -> list[tuple[int, int, int]]:
+    """One row per instance, in placement order: (placement index, node of its first
+    device, node of its last device; they differ when its tensor-parallel group spans
+    nodes). Devices fill nodes of ``devices_per_node`` in the order they are listed (0:
+    one node)."""
+    per_node = int(opts["devices_per_node"])
+    rows: list[tuple[int, int, int]] = []
+    pos = 0
+    for j, p in enumerate(system.devices):
+        tp = int(opts[f"{p.role}_tensor_parallel"]) if p.role in ROLES else 1
+        for _ in range(p.count // tp):
+            a, b = (pos // per_node, (pos + tp - 1) // per_node) if per_node else (0, 0)
+            rows.append((j, a, b))
+            pos += tp
+        pos += p.count % tp
+    return rows
+
+
+def _nodes(layout: list[tuple[int, int, int]]) -> int:
+    """Nodes the layout's instances occupy (the last node index plus one)."""
+    return 1 + max((last for _, _, last in layout), default=0)

@@ -1,0 +1,95 @@
+"""The KV hand-over's transfer model: a layer-by-layer flow through a path of link hops.
+
+A request's KV cache leaves the prefill instance one layer at a time (GLITCHES §III, Fig. 4;
+Splitwise §4.2 "layer-wise KV-cache transfer"): layer *i* can leave when its prefill is done
+and it moves hop by hop (e.g. GPU → host → decode device over two PCIe links, or one direct
+NVLink / NIC hop), each hop a FIFO resource. For identical layers the last layer's finish
+time on every stage of this flow shop has a closed form (:func:`flow_finish`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from simulations.core.engine.core import Link
+from simulations.core.spec import LinkSpec
+
+
+def flow_finish(
+    start: float, stage_s: Sequence[float], free_at: Sequence[float], layers: int
+) -> list[float]:
+    """Finish time of the last of ``layers`` identical jobs on every stage of a flow shop.
+
+    Stage 0 is the producer (the prefill's per-layer compute from ``start``, or 0 s for a
+    KV cache that is already complete), stages 1… the hops, each taking ``stage_s[j]`` per
+    layer and free from ``free_at[j]`` (``free_at[0]`` is ignored: the producer starts at
+    ``start``). The longest path through the grid of (layer, stage) enters at some stage
+    ``a`` at its free time, goes down the stages with the first layer and right along
+    the slowest stage it passes: ``C(j) = max_a free_a + Σ_{a..j} p + (L − 1) max_{a..j} p``.
+    Exact for FIFO stages that carry nothing else meanwhile.
+    """
+    n = len(stage_s)
+    out: list[float] = []
+    for j in range(n):
+        best = -1.0
+        for a in range(j + 1):
+            t0 = start if a == 0 else max(start, free_at[a])
+            seg = stage_s[a : j + 1]
+            c = t0 + sum(seg) + (layers - 1) * max(seg)
+            if c > best:
+                best = c
+        out.append(best)
+    return out
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One hop of a KV path: the link lanes it occupies together (a direct link books the
+    sender's egress and the receiver's ingress; a host PCIe hop one lane) and its model."""
+
+    lanes: tuple[Link, ...]
+    spec: LinkSpec
+    parallel_links: int = 1
+
+    def seconds(self, nbytes: float) -> float:
+        """Time to move ``nbytes`` split over the hop's parallel device links (each of a
+        tensor-parallel group's devices sends its own shard of the KV)."""
+        return self.spec.transfer_s(nbytes / self.parallel_links)
+
+    @property
+    def free_at(self) -> float:
+        """When every lane of the hop is free."""
+        return max(lane.free_at for lane in self.lanes)
+
+    def book(self, start: float, end: float, request: int) -> None:
+        """Occupy the hop's lanes over ``[start, end]``."""
+        for lane in self.lanes:
+            lane.book(start, end, request)
+
+
+def move(
+    path: Sequence[Hop],
+    start: float,
+    compute_s: float,
+    layer_bytes: float,
+    layers: int,
+    request: int,
+) -> tuple[float, float]:
+    """Book ``request``'s KV (``layer_bytes`` per layer) along ``path`` from ``start``,
+    each layer leaving after ``compute_s`` of production (0: already complete); return
+    (when the first byte leaves, when the last layer has arrived). An empty path (an ideal,
+    free transfer) arrives when the production ends."""
+    if not path:
+        return start + layers * compute_s, start + layers * compute_s
+    stage_s = [compute_s] + [h.seconds(layer_bytes) for h in path]
+    free = [start] + [h.free_at for h in path]
+    fin = flow_finish(start, stage_s, free, layers)
+    first_out = max(start + compute_s, free[1])
+    t_in = first_out
+    for j, hop in enumerate(path, start=1):
+        # A hop is booked from the first layer's entry to the last layer's exit.
+        t_in = max(t_in, hop.free_at) if j > 1 else t_in
+        hop.book(t_in, fin[j], request)
+        t_in = t_in + stage_s[j]
+    return first_out, fin[-1]
