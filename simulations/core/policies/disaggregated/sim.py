@@ -428,7 +428,7 @@ class DisaggSim(Simulator):
         out.extra.update(
             {
                 "handed_over": len(handed),
-                "streamed_during_prefill": sum(
+                "decode_reserved_at_prefill_start": sum(
                     1 for r in handed if self.handover_start[r] < self.prefill_end[r]
                 ),
                 "backpressured": self.backpressured,

@@ -3,8 +3,9 @@
 A request's KV cache leaves the prefill instance one layer at a time (GLITCHES §III, Fig. 4;
 Splitwise §4.2 "layer-wise KV-cache transfer"): layer *i* can leave when its prefill is done
 and it moves hop by hop (e.g. GPU → host → decode device over two PCIe links, or one direct
-NVLink / NIC hop), each hop a FIFO resource. For identical layers the last layer's finish
-time on every stage of this flow shop has a closed form (:func:`flow_finish`).
+NVLink / NIC hop), each hop a lane held for its bytes' time (:func:`move`). For identical
+layers the last layer's finish time on every stage of this flow shop has a closed form
+(:func:`flow_finish`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from simulations.core.engine.core import Link
+from simulations.core.engine.core import TRANSFER, Link
 from simulations.core.spec import LinkSpec
 
 
@@ -62,10 +63,25 @@ class Hop:
         """When every lane of the hop is free."""
         return max(lane.free_at for lane in self.lanes)
 
-    def book(self, start: float, end: float, request: int) -> None:
-        """Occupy the hop's lanes over ``[start, end]``."""
-        for lane in self.lanes:
-            lane.book(start, end, request)
+
+def plan(
+    path: Sequence[Hop], start: float, compute_s: float, layer_bytes: float, layers: int
+) -> tuple[float, list[float], list[float]]:
+    """When ``layers`` layers of ``layer_bytes`` each, produced every ``compute_s`` from
+    ``start`` (0: already complete), would have crossed ``path`` as it is booked now:
+    (last arrival, each hop's first-layer entry, each hop's last-layer exit)."""
+    if not path:
+        return start + layers * compute_s, [], []
+    stage_s = [compute_s] + [h.seconds(layer_bytes) for h in path]
+    free = [start] + [h.free_at for h in path]
+    fin = flow_finish(start, stage_s, free, layers)
+    entries: list[float] = []
+    t = start + compute_s  # the first layer is ready
+    for j in range(1, len(stage_s)):
+        t = max(t, free[j])
+        entries.append(t)
+        t += stage_s[j]
+    return fin[-1], entries, fin[1:]
 
 
 def move(
@@ -79,17 +95,18 @@ def move(
     """Book ``request``'s KV (``layer_bytes`` per layer) along ``path`` from ``start``,
     each layer leaving after ``compute_s`` of production (0: already complete); return
     (when the first byte leaves, when the last layer has arrived). An empty path (an ideal,
-    free transfer) arrives when the production ends."""
-    if not path:
-        return start + layers * compute_s, start + layers * compute_s
-    stage_s = [compute_s] + [h.seconds(layer_bytes) for h in path]
-    free = [start] + [h.free_at for h in path]
-    fin = flow_finish(start, stage_s, free, layers)
-    first_out = max(start + compute_s, free[1])
-    t_in = first_out
-    for j, hop in enumerate(path, start=1):
-        # A hop is booked from the first layer's entry to the last layer's exit.
-        t_in = max(t_in, hop.free_at) if j > 1 else t_in
-        hop.book(t_in, fin[j], request)
-        t_in = t_in + stage_s[j]
-    return first_out, fin[-1]
+    free transfer) arrives when the production ends.
+
+    A hop's lanes are shown busy from the first layer's entry to the last layer's exit,
+    but they are held only for the bytes' time, ``layers ×`` the hop's time per layer,
+    from the first entry: a later transfer uses the gaps a stream behind a prefill leaves
+    (links interleave DMA streams), so what a lane carries is conserved but the order of
+    the layers of concurrent streams on it is not modelled (optimistic for the later
+    stream by at most the gaps)."""
+    last, entries, exits = plan(path, start, compute_s, layer_bytes, layers)
+    for hop, t_in, t_out in zip(path, entries, exits, strict=True):
+        busy = layers * hop.seconds(layer_bytes)
+        for lane in hop.lanes:
+            lane.timeline.add(t_in, t_out, TRANSFER, request, 1)
+            lane.free_at = max(lane.free_at, t_in + busy)
+    return (entries[0] if entries else last), last
