@@ -434,20 +434,29 @@ class DisaggSim(Simulator):
                 "backpressured": self.backpressured,
             }
         )
+        share = float(sum(max(0.0, x) for x in kv_wait) / e2e) if e2e > 0 else 0.0
+        exposed_kv = stats(kv_wait)
+        queueing = stats(wait)
+        prefill_pool, decode_pool = pool(self.prefill), pool(self.decode)
         out.extra["disaggregated"] = {
-            "kv_transfer_share": float(sum(max(0.0, x) for x in kv_wait) / e2e) if e2e > 0 else 0.0,
+            "kv_transfer_share": share,
             "kv_transfer_span": stats([self.transfer_s[r] for r in handed]),
-            "exposed_kv_transfer": stats(kv_wait),
-            "handover_queueing": stats(wait),
+            "exposed_kv_transfer": exposed_kv,
+            "handover_queueing": queueing,
             "prefill_end_to_decode_start": stats(exposed),
-            "prefill_pool": pool(self.prefill),
-            "decode_pool": pool(self.decode),
+            "prefill_pool": prefill_pool,
+            "decode_pool": decode_pool,
+            # The run page shows a block's notes: the hand-over and the pools in one line.
             "notes": (
-                "kv_transfer_share: the share of all requests' end-to-end time spent waiting "
-                "for a KV transfer not hidden behind the prefill; kv_transfer_span: first to last "
-                "byte of a request's KV on the wire (behind the prefill when streamed); "
-                "handover_queueing: time a prefilled request waited for decode KV memory "
-                "(backpressure)"
+                f"KV transfer: {share:.2%} of the requests' time (mean "
+                f"{exposed_kv['mean_ms']:.2f} ms a request not hidden behind its prefill); "
+                f"prefill pool {prefill_pool['busy_fraction']:.0%} busy "
+                f"({prefill_pool['instances']} instances of {prefill_pool['devices']} devices), "
+                f"decode pool {decode_pool['busy_fraction']:.0%} busy "
+                f"({decode_pool['instances']} instances of {decode_pool['devices']} devices); "
+                f"queueing at the hand-over for decode KV memory: mean "
+                f"{queueing['mean_ms']:.1f} ms, p90 {queueing['p90_ms']:.1f} ms "
+                f"({self.backpressured} of {len(handed)} requests waited)."
             ),
         }
         return out

@@ -187,6 +187,11 @@ def test_the_result_carries_the_hand_over_and_pool_blocks() -> None:
     assert 0 < block["decode_pool"]["busy_fraction"] <= 1
     assert block["handover_queueing"]["mean_ms"] >= 0
     assert "disaggregated" not in entry["scheduler"]
+    # the run page shows a block's notes: the figures are in them
+    notes = block["notes"]
+    assert f"{block['decode_pool']['busy_fraction']:.0%} busy" in notes
+    assert f"{block['kv_transfer_share']:.2%} of the requests' time" in notes
+    assert f"mean {block['handover_queueing']['mean_ms']:.1f} ms" in notes
 
 
 @pytest.mark.parametrize(
