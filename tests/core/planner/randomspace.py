@@ -280,3 +280,27 @@ def random_tp_plan(seed: int) -> dict[str, Any]:
     }
     doc.pop("constraints", None)
     return doc
+
+
+def random_disaggregated_plan(seed: int) -> dict[str, Any]:
+    """:func:`random_plan`'s devices, lengths, loads and targets with ``disaggregated``
+    systems (random KV links, overlap and decode batch limits; P:D counts and the device
+    of each pool searched), next to homogeneous continuous batching in some plans."""
+    doc = random_plan(seed)
+    rng = np.random.default_rng(10_000 + seed)
+    links = sorted({str(x) for x in rng.choice(["", "nvlink3", "ethernet-100g"], size=2)})
+    policies: list[dict[str, Any]] = [
+        {
+            "policy": "disaggregated",
+            "options": {
+                "kv_link": links,
+                "kv_overlap": [bool(rng.random() < 0.7)],
+                "decode_max_batch": sorted({int(x) for x in rng.choice([1, 16, 256], size=2)}),
+            },
+        }
+    ]
+    if rng.random() < 0.4:
+        policies.append({"policy": "homogeneous", "options": {"max_batch": [16]}})
+    doc["space"]["policies"] = policies
+    doc["name"] = f"random disaggregated plan {seed}"
+    return doc

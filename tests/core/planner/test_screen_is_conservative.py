@@ -7,7 +7,9 @@ tensor-parallel GPU counts with host CPU choices under Neo, GPU-only and FastDec
 prices for the devices the catalog has none for); ``randomspace.random_h2m2_plan``: H2M2
 boards with chip counts, HBM/LPDDR capacities priced per GB and mappings;
 ``randomspace.random_tp_plan``: homogeneous GPU systems with searched tensor-parallel degrees
-(replicas of them), a link, on a 7B model or a 70B one that fits only with TP — with random
+(replicas of them), a link, on a 7B model or a 70B one that fits only with TP;
+``randomspace.random_disaggregated_plan``: disaggregated prefill/decode pools (device per
+pool, P:D counts, KV links, decode batch limits) — with random
 lengths, loads, targets and constraints; every admitted configuration is simulated, with no
 screen and no pruning, and compared with the planner's answer.
 """
@@ -22,6 +24,7 @@ from simulations.core.planner import Search
 from simulations.core.planner.screen import REASONS
 from tests.core.planner.helpers import best_feasible, every_config, exhaustive, parse
 from tests.core.planner.randomspace import (
+    random_disaggregated_plan,
     random_h2m2_plan,
     random_neo_plan,
     random_plan,
@@ -34,17 +37,20 @@ NEO_SEEDS = range(16)
 # policy's model once accepted at any LPDDR capacity, and now rejects like the others).
 H2M2_SEEDS = (*range(10), 17, 32)
 TP_SEEDS = range(10)
+DISAGG_SEEDS = range(8)
 CASES = (
     [("space", s) for s in SEEDS]
     + [("neo", s) for s in NEO_SEEDS]
     + [("h2m2", s) for s in H2M2_SEEDS]
     + [("tp", s) for s in TP_SEEDS]
+    + [("disagg", s) for s in DISAGG_SEEDS]
 )
 _GENERATORS = {
     "space": random_plan,
     "neo": random_neo_plan,
     "h2m2": random_h2m2_plan,
     "tp": random_tp_plan,
+    "disagg": random_disaggregated_plan,
 }
 
 

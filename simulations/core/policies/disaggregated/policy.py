@@ -24,6 +24,7 @@ from simulations.core.errors import CapacityError, SpecError
 from simulations.core.metrics import system_result
 from simulations.core.policies.base import OptionSpec, RoleSpec, register
 from simulations.core.policies.simulated import EnginePolicy
+from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
     DeviceKind,
     DeviceSpec,
@@ -293,6 +294,63 @@ class DisaggregatedPolicy(EnginePolicy):
                     f"{p.role}_tensor_parallel {tp} but {p.device.slug} offers "
                     f"{cap / 1e9:.1f} GB (memory × memory_utilization); raise the degree",
                 )
+
+    # --- the capacity planner's screen ------------------------------------------------------
+
+    unscreened_why: ClassVar[str] = ""
+
+    @classmethod
+    def unsearchable_option(cls, name: str, value: Any) -> str | None:
+        """The screen's floors are single-device costs: a tensor-parallel instance could
+        beat them, so the planner searches degree 1 only."""
+        if name in ("prefill_tensor_parallel", "decode_tensor_parallel") and value != 1:
+            return "the planner does not search tensor parallelism for disaggregated yet"
+        if name == "devices_per_node" and value != 0:
+            return "the planner places a system on one node"
+        return None
+
+    @classmethod
+    def screen_fit(
+        cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
+    ) -> None:
+        """Build the scheduler on one device per role: its constructor checks that every
+        request fits both pools' KV memory (and the layout check refuses what the scenario
+        parser refuses)."""
+        system = SystemSpec("fit", cls.name, ctx.placements(sig), options)
+        cls().build_sim(system, ctx.model, ctx.requests)
+
+    @classmethod
+    def screen_bounds(
+        cls,
+        ctx: BoundContext,
+        sig: SignatureLike,
+        options: dict[str, Any],
+        fitted: Any,
+        cmax: int,
+        tp: int | None,
+    ) -> Bounds | None:
+        """Per-request floors only (count column 0 the prefill role, 1 the decode role):
+        a request's TTFT is at least its prefill alone on a prefill device (a batch that
+        holds it takes no less), its TPOT at least its batch-1 decode steps on a decode
+        device (a batched step takes no less, and the hand-over only adds), its finish the
+        sum. No capacity checks (batching makes per-request work non-additive) and an
+        energy floor of every device's idle power over the span: weak but sound."""
+        p_entry = sig.role_entry("prefill")
+        d_entry = sig.role_entry("decode")
+        if p_entry is None or d_entry is None:
+            return None
+        prefetch = {"prefetch_ratio": int(options["prefetch_ratio"])}
+        p = ctx.table(p_entry, prefetch)
+        d = ctx.table(d_entry, prefetch)
+        if not (np.all(np.isfinite(p.prefill_s)) and np.all(np.isfinite(d.decode_s))):
+            return None
+        per_step = ctx.per_step(d.decode_s)
+        return Bounds(
+            ttft_req=p.prefill_s,
+            tpot_req=per_step[ctx.req.multi],
+            finish_req=p.prefill_s + d.decode_s,
+            power_w=(p.idle_w, d.idle_w),
+        )
 
     # --- running --------------------------------------------------------------------------
 
