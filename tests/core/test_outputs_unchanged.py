@@ -40,7 +40,14 @@ TIMING = (
     ("confirmation", "engine_seconds"),
 )
 #: Documents that take tens of seconds (they still run in CI).
-SLOW = {"reproduce-neo", "reproduce-h2m2", "plan-h2m2-llama2-70b-memory"}
+SLOW = {
+    "reproduce-neo",
+    "reproduce-h2m2",
+    "plan-h2m2-llama2-70b-memory",
+    "plan-disaggregated-llama2-7b-conv",
+    "splitwise-h100-a100-azure-conv",
+    "splitwise-h100-a100-azure-code",
+}
 
 
 def _examples() -> list[str]:
