@@ -183,6 +183,10 @@ def evaluate_config(
             seconds=time.perf_counter() - t0,
         )
     metrics = finite({k: result[k] for k in KEPT_METRICS if k in result})
+    explanation = get_policy(config.policy).explain(result)
+    if explanation:
+        # What the policy says about its own result (read into the report's reasons).
+        metrics["explanation"] = explanation
     # Capital cost is the plan's (a device entry may quote a price the catalog lacks).
     metrics["capex_usd"] = config.capex_usd
     thr = metrics.get("throughput_tok_s")

@@ -233,6 +233,7 @@ def _reasons(
     ]
     if binding is not None:
         out.append(f"Binding target: {binding['text']}.")
+    out.extend(str(x) for x in ev.metrics.get("explanation", ()))
     n = cheaper["configurations"]
     if n:
         parts = [

@@ -178,6 +178,13 @@ class Policy(ABC):
         raise SpecError("policy", f"no screen for {cls.name!r}")
 
     @classmethod
+    def explain(cls, entry: Mapping[str, Any]) -> list[str]:
+        """Sentences a plan's report adds when it recommends a system of this policy, read
+        from the system's result entry ``entry`` (e.g. which phase binds). The default
+        adds none."""
+        return []
+
+    @classmethod
     def check_system(cls, system: SystemSpec, model: ModelSpec) -> None:
         """Raise SpecError (its field relative to the system, e.g.
         ``options.tensor_parallel``) when ``system`` cannot serve ``model`` whatever the

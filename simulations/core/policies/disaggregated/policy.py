@@ -352,6 +352,33 @@ class DisaggregatedPolicy(EnginePolicy):
             power_w=(p.idle_w, d.idle_w),
         )
 
+    @classmethod
+    def explain(cls, entry: Mapping[str, Any]) -> list[str]:
+        """Which phase binds (the busier pool, or decode memory when prefilled requests
+        queued at the hand-over) and what the KV transfer costs."""
+        block = entry.get("disaggregated")
+        if not isinstance(block, Mapping):
+            return []
+        pre, dec = block["prefill_pool"], block["decode_pool"]
+        queue = block["handover_queueing"]
+        if queue["mean_ms"] > 0:
+            phase = (
+                f"decode binds: its KV memory was full and prefilled requests waited "
+                f"{queue['mean_ms']:.1f} ms on average at the hand-over"
+            )
+        else:
+            busier = "decode" if dec["busy_fraction"] >= pre["busy_fraction"] else "prefill"
+            phase = f"the {busier} pool is the busier"
+        exposed = block["exposed_kv_transfer"]
+        return [
+            f"Disaggregated: prefill pool {pre['busy_fraction']:.0%} busy "
+            f"({pre['instances']} instances), decode pool {dec['busy_fraction']:.0%} busy "
+            f"({dec['instances']} instances) — {phase}.",
+            f"KV transfer: {block['kv_transfer_span']['mean_ms']:.2f} ms on the wire per "
+            f"request on average, {exposed['mean_ms']:.2f} ms of it not hidden behind the "
+            f"prefill ({block['kv_transfer_share']:.2%} of the requests' time).",
+        ]
+
     # --- running --------------------------------------------------------------------------
 
     def build_sim(
