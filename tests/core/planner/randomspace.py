@@ -284,8 +284,9 @@ def random_tp_plan(seed: int) -> dict[str, Any]:
 
 def random_disaggregated_plan(seed: int) -> dict[str, Any]:
     """:func:`random_plan`'s devices, lengths, loads and targets with ``disaggregated``
-    systems (random KV links, overlap and decode batch limits; P:D counts and the device
-    of each pool searched), next to homogeneous continuous batching in some plans."""
+    systems (random KV links, overlap and decode batch limits, tensor-parallel degrees per
+    pool in half of the plans; P:D counts and the device of each pool searched), next to
+    homogeneous continuous batching in some plans."""
     doc = random_plan(seed)
     rng = np.random.default_rng(10_000 + seed)
     links = sorted({str(x) for x in rng.choice(["", "nvlink3", "ethernet-100g"], size=2)})
@@ -299,6 +300,13 @@ def random_disaggregated_plan(seed: int) -> dict[str, Any]:
             },
         }
     ]
+    if rng.random() < 0.5:
+        options = policies[0]["options"]
+        options["prefill_tensor_parallel"] = [1, 2]
+        options["decode_tensor_parallel"] = [int(rng.choice([1, 2]))]
+        options["link"] = ["nvlink3"]
+        for d in doc["space"]["devices"]:
+            d["max_count"] = max(int(d["max_count"]), 2)
     if rng.random() < 0.4:
         policies.append({"policy": "homogeneous", "options": {"max_batch": [16]}})
     doc["space"]["policies"] = policies

@@ -3,6 +3,8 @@ the KV hand-over between them. See :class:`DisaggregatedPolicy`."""
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -27,6 +29,7 @@ from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
     DeviceKind,
+    DevicePlacement,
     DeviceSpec,
     LinkSpec,
     ModelSpec,
@@ -232,9 +235,11 @@ class DisaggregatedPolicy(EnginePolicy):
 
     @classmethod
     def replica_devices(cls, options: Mapping[str, Any]) -> int:
-        """Both pools' instances must be whole groups; the planner's count step is the
-        larger degree (it does not search this policy yet)."""
-        return max(int(options["prefill_tensor_parallel"]), int(options["decode_tensor_parallel"]))
+        """Both pools' instances must be whole groups: the planner tries counts that are
+        multiples of both degrees (their least common multiple) in every role."""
+        return math.lcm(
+            int(options["prefill_tensor_parallel"]), int(options["decode_tensor_parallel"])
+        )
 
     @staticmethod
     def _tp(opts: Mapping[str, Any], role: str) -> int:
@@ -301,10 +306,7 @@ class DisaggregatedPolicy(EnginePolicy):
 
     @classmethod
     def unsearchable_option(cls, name: str, value: Any) -> str | None:
-        """The screen's floors are single-device costs: a tensor-parallel instance could
-        beat them, so the planner searches degree 1 only."""
-        if name in ("prefill_tensor_parallel", "decode_tensor_parallel") and value != 1:
-            return "the planner does not search tensor parallelism for disaggregated yet"
+        """The planner places a system on one node."""
         if name == "devices_per_node" and value != 0:
             return "the planner places a system on one node"
         return None
@@ -313,10 +315,12 @@ class DisaggregatedPolicy(EnginePolicy):
     def screen_fit(
         cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
     ) -> None:
-        """Build the scheduler on one device per role: its constructor checks that every
+        """Build the scheduler on one instance per role: its constructor checks that every
         request fits both pools' KV memory (and the layout check refuses what the scenario
-        parser refuses)."""
-        system = SystemSpec("fit", cls.name, ctx.placements(sig), options)
+        parser refuses: degrees, links, weights per device)."""
+        opts = cls.resolve_options(options)
+        placements = tuple(replace(p, count=cls._tp(opts, p.role)) for p in ctx.placements(sig))
+        system = SystemSpec("fit", cls.name, placements, options)
         cls().build_sim(system, ctx.model, ctx.requests)
 
     @classmethod
@@ -329,19 +333,27 @@ class DisaggregatedPolicy(EnginePolicy):
         cmax: int,
         tp: int | None,
     ) -> Bounds | None:
-        """Per-request floors only (count column 0 the prefill role, 1 the decode role):
-        a request's TTFT is at least its prefill alone on a prefill device (a batch that
-        holds it takes no less), its TPOT at least its batch-1 decode steps on a decode
-        device (a batched step takes no less, and the hand-over only adds), its finish the
-        sum. No capacity checks (batching makes per-request work non-additive) and an
-        energy floor of every device's idle power over the span: weak but sound."""
+        """Per-request floors only (count column 0 the prefill role, 1 the decode role),
+        costed on one instance of each pool built as the engine builds it: a request's
+        TTFT is at least its prefill alone (a batch that holds it takes no less), its TPOT
+        at least its batch-1 decode steps (a batched step takes no less, and the hand-over
+        only adds), its finish the sum. No capacity checks (batching makes per-request
+        work non-additive) and an energy floor of every device's idle power over the
+        span: weak but sound."""
+        opts = cls.resolve_options(options)
         p_entry = sig.role_entry("prefill")
         d_entry = sig.role_entry("decode")
         if p_entry is None or d_entry is None:
             return None
-        prefetch = {"prefetch_ratio": int(options["prefetch_ratio"])}
-        p = ctx.table(p_entry, prefetch)
-        d = ctx.table(d_entry, prefetch)
+        tables = []
+        for role, entry in (("prefill", p_entry), ("decode", d_entry)):
+            degree = cls._tp(opts, role)
+            if degree == 1:
+                tables.append(ctx.table(entry, {"prefetch_ratio": int(opts["prefetch_ratio"])}))
+            else:
+                make = functools.partial(_instance_unit, ctx, sig, opts, entry, role)
+                tables.append(ctx.table_of(("instance", role, entry, sig.options), make))
+        p, d = tables
         if not (np.all(np.isfinite(p.prefill_s)) and np.all(np.isfinite(d.decode_s))):
             return None
         per_step = ctx.per_step(d.decode_s)
@@ -349,7 +361,11 @@ class DisaggregatedPolicy(EnginePolicy):
             ttft_req=p.prefill_s,
             tpot_req=per_step[ctx.req.multi],
             finish_req=p.prefill_s + d.decode_s,
-            power_w=(p.idle_w, d.idle_w),
+            # per device: an instance's idle power is its group's
+            power_w=(
+                p.idle_w / cls._tp(opts, "prefill"),
+                d.idle_w / cls._tp(opts, "decode"),
+            ),
         )
 
     @classmethod
@@ -525,6 +541,31 @@ class DisaggregatedPolicy(EnginePolicy):
         entry = system_result(system, out, slo)
         entry["disaggregated"] = block
         return entry
+
+
+def _instance_unit(
+    ctx: FitContext, sig: SignatureLike, opts: Mapping[str, Any], entry: int, role: str
+) -> Unit:
+    """One ``role`` instance of the signature's device ``entry`` as
+    :meth:`DisaggregatedPolicy.build_sim` builds it (a tensor-parallel group over ``link``
+    on one node)."""
+    device, runtime = ctx.device(entry)
+    degree = int(opts[f"{role}_tensor_parallel"])
+    link = _catalog_link(str(opts["link"]), "options.link") if opts["link"] else None
+    prefetch = {"prefetch_ratio": int(opts["prefetch_ratio"])}
+    model = ctx.model
+
+    def make(d: DeviceSpec, r: RuntimeProfile) -> DeviceModel:
+        return ParallelGroup(build_device_model(d, r).with_settings(prefetch), degree, 1, link=link)
+
+    return build_units(
+        [DevicePlacement(device, 1, runtime, role)],
+        model,
+        make,
+        timeline_cap=0,
+        step_overhead_s=(lambda _p, dm: dm.host_sampling_s(model)) if role == "decode" else None,
+        convex=True,
+    )[0]
 
 
 def _layout(system: SystemSpec, opts: Mapping[str, Any]) -> list[tuple[int, int, int]]:
