@@ -112,7 +112,10 @@ class DisaggregatedPolicy(EnginePolicy):
     is faster than the NIC); a transfer of a tensor-parallel group's KV is split over
     ``min(tp_prefill, tp_decode)`` parallel device links; a prefill batch's per-layer time
     is its total over the layers; the decode pool's routing ignores queue lengths of the
-    prefill pool. GLITCHES' own behaviour (GPU fallback decode, FCFS FPGA dispatch) is the
+    prefill pool; the collectives of a tensor-parallel group that spans nodes are costed
+    over ``nic_link`` but do not occupy the NIC lanes the KV transfers book; the KV of an
+    FPGA prefill instance is read out like a GPU's (no host sampling round trip for the
+    first token). GLITCHES' own behaviour (GPU fallback decode, FCFS FPGA dispatch) is the
     ``glitches`` policy, not this one.
     """
 
