@@ -86,8 +86,9 @@ class DisaggregatedPolicy(EnginePolicy):
       reserve it). With ``kv_overlap`` the instance is chosen when the prefill starts and
       the KV streams layer by layer behind it (Fig. 4, Splitwise §4.3); otherwise, or
       when no decode instance had room then, the KV moves after the prefill (DistServe).
-    - The KV moves over ``kv_link`` (a catalog link between the two instances; each
-      booked FIFO on the sender's egress and the receiver's ingress), by default over a
+    - The KV moves over ``kv_link`` (a catalog link between the two instances, held on
+      the sender's egress and the receiver's ingress for the bytes' time; concurrent
+      streams interleave, see :func:`.transfer.move`), by default over a
       host round trip (the sender's PCIe host link to the host, the receiver's to the
       device, GLITCHES §V's "adding the latency from GPU to CPU and from CPU to FPGA").
       It carries the decode stack's KV precision (quantised by the sender, §III). With
@@ -101,7 +102,7 @@ class DisaggregatedPolicy(EnginePolicy):
     - *Multi-node* (``devices_per_node`` > 0): the system's devices fill nodes of that
       size in the order they are listed. A KV transfer between instances on different
       nodes, and the collectives of a tensor-parallel group that spans nodes, use
-      ``nic_link`` (one NIC per node, booked FIFO per direction) — GLITCHES §III's
+      ``nic_link`` (one NIC per node and direction, held like a link) — GLITCHES §III's
       multi-node deployment over Ethernet.
 
     Deviations and assumptions: output lengths are known at hand-over, so a decode
