@@ -220,12 +220,17 @@ class DisaggSim(Simulator):
         self._alloc(u, tokens * unit.kv_per_token)
         self.mode[u] = PREFILL
         per_layer = cost.seconds / self.layers
+        # Hand-overs keep their order: none is reserved ahead of an older one that waits
+        # (in the queue, or earlier in this batch).
+        stream = self.overlap and not self.handover_q
         for rid in batch:
             self.p_unit[rid] = u
             self.prefills[rid] += 1
-            if self.overlap and self.output[rid] > 1 and not self.handover_q:
+            if stream and self.output[rid] > 1:
                 d = self._pick_decode(rid)
-                if d is not None:
+                if d is None:
+                    stream = False
+                else:
                     self._reserve(rid, d)
                     self._send(rid, unit, d, now, per_layer, end)
         self.at(end, self._prefill_end, u, batch)
