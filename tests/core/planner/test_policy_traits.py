@@ -20,10 +20,11 @@ from tests.core.planner.helpers import neo_doc, parse
 
 #: What the planner assumed of each policy when it knew them by name (before the policies
 #: declared it): Neo-style nodes are one tensor-parallel group over their ``gpu`` role with
-#: the ``cpu`` role as the node's host; those, ``glitches`` and ``h2m2`` fit in one node.
+#: the ``cpu`` role as the node's host; those, ``glitches`` and ``h2m2`` fit in one node —
+#: and ``disaggregated`` (added since), which the planner places on one node.
 _NAMED_TENSOR_PARALLEL = {"neo", "fastdecode+", "gpu-only"}
 _NAMED_HOST_ROLES = {("neo", "cpu"), ("fastdecode+", "cpu"), ("gpu-only", "cpu")}
-_NAMED_SINGLE_NODE = {"glitches", "h2m2", *_NAMED_TENSOR_PARALLEL}
+_NAMED_SINGLE_NODE = {"glitches", "h2m2", "disaggregated", *_NAMED_TENSOR_PARALLEL}
 
 _TEST_NAME = "test-pooled-node"
 

@@ -130,6 +130,10 @@ class DisaggregatedPolicy(EnginePolicy):
         RoleSpec("decode", "devices that decode with continuous batching (FPGA: batch 1)"),
     )
     result_blocks: ClassVar[tuple[str, ...]] = ("disaggregated", "scheduler")
+    #: The planner places a system on one node (it does not search ``devices_per_node``,
+    #: so cross-node transfers are never costed there): its ``max_devices_per_node`` bounds
+    #: the whole system. Scenarios may still span nodes with ``devices_per_node``.
+    single_node: ClassVar[bool] = True
     options: ClassVar[tuple[OptionSpec, ...]] = (
         OptionSpec(
             "prefill_tensor_parallel",
