@@ -34,6 +34,10 @@ def test_the_plan_is_the_exhaustive_optimum_and_explains_the_split() -> None:
     roles = {d["role"] for d in rec["system"]["devices"]}
     assert roles == {"prefill", "decode"}
     reasons = " ".join(rec["reasons"])
-    assert "Disaggregated: prefill pool" in reasons
+    prefill, decode = (
+        sum(d["count"] for d in rec["system"]["devices"] if d["role"] == r)
+        for r in ("prefill", "decode")
+    )
+    assert f"Disaggregated, P:D = {prefill}:{decode} devices" in reasons
     assert "busier" in reasons or "decode binds" in reasons
     assert "KV transfer:" in reasons and "ms on the wire" in reasons

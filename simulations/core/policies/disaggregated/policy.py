@@ -392,12 +392,13 @@ class DisaggregatedPolicy(EnginePolicy):
             )
         else:
             busier = "decode" if dec["busy_fraction"] >= pre["busy_fraction"] else "prefill"
-            phase = f"the {busier} pool is the busier"
+            phase = f"the {busier} phase binds (its pool is the busier)"
         exposed = block["exposed_kv_transfer"]
         return [
-            f"Disaggregated: prefill pool {pre['busy_fraction']:.0%} busy "
-            f"({pre['instances']} instances), decode pool {dec['busy_fraction']:.0%} busy "
-            f"({dec['instances']} instances) — {phase}.",
+            f"Disaggregated, P:D = {pre['devices']}:{dec['devices']} devices "
+            f"({pre['instances']}:{dec['instances']} instances): prefill pool "
+            f"{pre['busy_fraction']:.0%} busy, decode pool {dec['busy_fraction']:.0%} busy "
+            f"— {phase}.",
             f"KV transfer: {block['kv_transfer_span']['mean_ms']:.2f} ms on the wire per "
             f"request on average, {exposed['mean_ms']:.2f} ms of it not hidden behind the "
             f"prefill ({block['kv_transfer_share']:.2%} of the requests' time).",
