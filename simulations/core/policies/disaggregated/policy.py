@@ -401,7 +401,7 @@ class DisaggregatedPolicy(EnginePolicy):
             f"— {phase}.",
             f"KV transfer: {block['kv_transfer_span']['mean_ms']:.2f} ms on the wire per "
             f"request on average, {exposed['mean_ms']:.2f} ms of it not hidden behind the "
-            f"prefill ({block['kv_transfer_share']:.2%} of the requests' time).",
+            f"prefill ({block['kv_transfer_share'] * 100:.3g} % of the requests' time).",
         ]
 
     # --- running --------------------------------------------------------------------------

@@ -453,7 +453,7 @@ class DisaggSim(Simulator):
             "decode_pool": decode_pool,
             # The run page shows a block's notes: the hand-over and the pools in one line.
             "notes": (
-                f"KV transfer: {share:.2%} of the requests' time (mean "
+                f"KV transfer: {share * 100:.3g} % of the requests' time (mean "
                 f"{exposed_kv['mean_ms']:.2f} ms a request not hidden behind its prefill); "
                 f"prefill pool {prefill_pool['busy_fraction']:.0%} busy "
                 f"({prefill_pool['instances']} instances of {prefill_pool['devices']} devices), "

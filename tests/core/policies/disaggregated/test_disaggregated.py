@@ -190,7 +190,7 @@ def test_the_result_carries_the_hand_over_and_pool_blocks() -> None:
     # the run page shows a block's notes: the figures are in them
     notes = block["notes"]
     assert f"{block['decode_pool']['busy_fraction']:.0%} busy" in notes
-    assert f"{block['kv_transfer_share']:.2%} of the requests' time" in notes
+    assert f"{block['kv_transfer_share'] * 100:.3g} % of the requests' time" in notes
     assert f"mean {block['handover_queueing']['mean_ms']:.1f} ms" in notes
 
 
