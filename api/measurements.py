@@ -21,8 +21,9 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.catalog import RuntimeProfileSerializer
+from api.common import SLUG
 from api.parsers import BoundedJSONParser, BoundedMultiPartParser
-from api.serializers import SLUG, RuntimeProfileSerializer
 from api.throttles import UploadThrottle
 from simulations.core.calibration.measurements import MAX_BYTES
 from simulations.measurements import selectors, services
