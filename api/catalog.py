@@ -4,7 +4,7 @@
 Catalog rows are shown and accepted in the catalog-record shape of
 ``simulations/core/data`` (spec field names, nested memory tiers and links), so a GET body
 can be PUT back. Writes are validated here for types and bounds, then as core specs
-(:mod:`simulations.core.catalog`), then stored through :mod:`simulations.services`;
+(:mod:`simulations.core.catalog`), then stored through :mod:`simulations.catalog.services`;
 a rejected input stores nothing.
 """
 
@@ -45,13 +45,14 @@ from api.permissions import CatalogEditorOrReadOnly
 from api.throttles import (
     UploadThrottle,
 )
-from simulations import selectors, services
 from simulations.adapters import (
     device_spec,
     device_values,
     model_spec,
     runtime_spec,
 )
+from simulations.catalog import selectors, services
+from simulations.catalog.models import Device, LLMModel, RuntimeProfile
 from simulations.choices import (
     FfnKind,
     LinkKind,
@@ -68,11 +69,6 @@ from simulations.device_families import (
     params_errors,
 )
 from simulations.measurements.selectors import runtimes_visible_to
-from simulations.models import (
-    Device,
-    LLMModel,
-    RuntimeProfile,
-)
 
 # --- serializers -----------------------------------------------------------------------------
 
@@ -283,7 +279,7 @@ class DeviceSerializer(CatalogSerializer):
         return attrs
 
     def save(self, **kwargs: Any) -> Device:
-        from simulations.services import device_save
+        from simulations.catalog.services import device_save
 
         self.instance = device_save(
             self.validated_data["spec"], notes=self.validated_data.get("notes", "")
@@ -354,7 +350,7 @@ class RuntimeProfileSerializer(CatalogSerializer):
         return attrs
 
     def save(self, **kwargs: Any) -> RuntimeProfile:
-        from simulations.services import runtime_save
+        from simulations.catalog.services import runtime_save
 
         self.instance = runtime_save(
             self.validated_data["spec"],
@@ -413,7 +409,7 @@ class LLMModelSerializer(CatalogSerializer):
         return attrs
 
     def save(self, **kwargs: Any) -> LLMModel:
-        from simulations.services import model_save
+        from simulations.catalog.services import model_save
 
         self.instance = model_save(
             self.validated_data["spec"], notes=self.validated_data.get("notes", "")

@@ -17,10 +17,7 @@ from api import fields as strict
 from api.filters import StrictFilterSet
 from simulations.core.errors import SpecError
 from simulations.core.spec import MAX_QUANTITY
-from simulations.models import (
-    MAX_MODEL_DIM,
-    PRECISION_BITS,
-)
+from simulations.fields import MAX_MODEL_DIM, PRECISION_BITS
 
 # --- serializers -----------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from simulations.core.errors import ScenarioValidationError
 from simulations.plans.services import QuotaExceededError as PlanQuotaExceededError
-from simulations.services import TraceInUseError
+from simulations.scenarios.services import TraceInUseError
 from simulations.sweeps.expand import SweepValidationError
 from simulations.sweeps.services import QuotaExceededError
 

@@ -31,15 +31,14 @@ from api.renderers import CSVRenderer, result_table
 from api.throttles import (
     RunSubmitThrottle,
 )
-from simulations import selectors, services
 from simulations.choices import (
     ACTIVE_STATUSES,
     RunStatus,
 )
-from simulations.models import (
-    RunEvent,
-    SimulationRun,
-)
+from simulations.runs import selectors as run_selectors
+from simulations.runs import services
+from simulations.runs.models import RunEvent, SimulationRun
+from simulations.scenarios import selectors as scenario_selectors
 from simulations.sweeps import services as sweep_services
 
 # --- serializers -----------------------------------------------------------------------------
@@ -58,7 +57,7 @@ class VisibleScenarioField(serializers.PrimaryKeyRelatedField):
     """A scenario the requesting user may read (own or shared); others look nonexistent."""
 
     def get_queryset(self) -> Any:
-        return selectors.scenarios_visible_to(self.context["request"].user)
+        return scenario_selectors.scenarios_visible_to(self.context["request"].user)
 
 
 class RunSerializer(strict.ModelSerializer):
@@ -143,7 +142,7 @@ class RunViewSet(
     ordering = ("-created_at", "-id")
 
     def get_queryset(self) -> QuerySet[Any]:
-        qs = selectors.runs_visible_to(self.request.user)
+        qs = run_selectors.runs_visible_to(self.request.user)
         if self.action == "list":
             return qs.defer("document", "result", "scenario__document")
         if self.action == "retrieve":

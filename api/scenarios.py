@@ -18,12 +18,10 @@ from api import fields as strict
 from api.common import OwnedFilter
 from api.filters import StrictQueryMixin
 from api.permissions import IsOwnerOrReadOnly
-from simulations import selectors
 from simulations.core import scenario as scenario_rules
 from simulations.core.json_fields import MAX_NAME_LENGTH
-from simulations.models import (
-    Scenario,
-)
+from simulations.scenarios import selectors
+from simulations.scenarios.models import Scenario
 
 # --- serializers -----------------------------------------------------------------------------
 
@@ -108,7 +106,7 @@ class ScenarioSerializer(strict.ModelSerializer):
         return bool(request and obj.owner_id == request.user.pk)
 
     def create(self, validated_data: dict[str, Any]) -> Scenario:
-        from simulations.services import scenario_create
+        from simulations.scenarios.services import scenario_create
 
         return scenario_create(
             owner=self.context["request"].user,
@@ -118,7 +116,7 @@ class ScenarioSerializer(strict.ModelSerializer):
         )
 
     def update(self, instance: Scenario, validated_data: dict[str, Any]) -> Scenario:
-        from simulations.services import scenario_update
+        from simulations.scenarios.services import scenario_update
 
         return scenario_update(
             scenario=instance,

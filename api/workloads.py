@@ -31,7 +31,6 @@ from api.permissions import IsOwnerOrReadOnly
 from api.throttles import (
     UploadThrottle,
 )
-from simulations import selectors, services
 from simulations.choices import (
     ArrivalKind,
     TraceParseStatus,
@@ -39,11 +38,9 @@ from simulations.choices import (
 )
 from simulations.core import scenario as scenario_rules
 from simulations.core.errors import ScenarioValidationError
-from simulations.models import (
-    Trace,
-    Workload,
-)
-from simulations.services import MAX_TRACE_BYTES
+from simulations.scenarios import selectors, services
+from simulations.scenarios.models import Trace, Workload
+from simulations.scenarios.services import MAX_TRACE_BYTES
 
 # --- serializers -----------------------------------------------------------------------------
 
@@ -243,7 +240,7 @@ class WorkloadSerializer(strict.ModelSerializer):
         return serializers.ValidationError(errors)
 
     def create(self, validated_data: dict[str, Any]) -> Workload:
-        from simulations.services import workload_create
+        from simulations.scenarios.services import workload_create
 
         try:
             return workload_create(owner=self.context["request"].user, **validated_data)
@@ -251,7 +248,7 @@ class WorkloadSerializer(strict.ModelSerializer):
             raise self._workload_errors(exc) from exc
 
     def update(self, instance: Workload, validated_data: dict[str, Any]) -> Workload:
-        from simulations.services import workload_validate
+        from simulations.scenarios.services import workload_validate
 
         for key, value in validated_data.items():
             setattr(instance, key, value)

@@ -9,7 +9,7 @@ from django.core.validators import RegexValidator
 
 from simulations.choices import TraceVisibility
 from simulations.core import scenario as rules
-from simulations.models import slug_validator
+from simulations.fields import slug_validator
 
 #: Largest config.json accepted (bytes).
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -160,7 +160,7 @@ class WorkloadForm(forms.Form):
         return {"dist": "trace"}
 
     def model_fields(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`simulations.services.workload_create`."""
+        """Keyword arguments of :func:`simulations.scenarios.services.workload_create`."""
         d = self.cleaned_data
         return {
             "requests": d["requests"],

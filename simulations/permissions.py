@@ -26,7 +26,7 @@ def can_edit_catalog(user: Any) -> bool:
 
 def can_delete_trace(user: Any, trace: Any) -> bool:
     """Whether ``user`` may delete ``trace`` (in-use traces are refused separately, by
-    :func:`simulations.services.trace_delete`): its owner deletes a private or shared one;
+    :func:`simulations.scenarios.services.trace_delete`): its owner deletes a private or shared one;
     catalog editors delete any, and only they a public (built-in) one."""
     if can_edit_catalog(user):
         return True

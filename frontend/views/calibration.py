@@ -23,10 +23,10 @@ from django.views.decorators.http import require_POST
 from frontend.charts import chart
 from frontend.charts.calibration import fit_figure
 from frontend.views.common import validation_messages
+from simulations.catalog.models import Device, LLMModel
 from simulations.core.calibration.measurements import MAX_BYTES
 from simulations.measurements import selectors, services
 from simulations.measurements.models import Calibration, MeasurementSet, Visibility
-from simulations.models import Device, LLMModel
 from simulations.permissions import can_edit_catalog
 
 SLUG_HELP = "Lower-case letters, digits and hyphens."

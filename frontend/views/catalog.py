@@ -19,11 +19,11 @@ from frontend.charts import chart
 from frontend.charts.roofline import roofline_figure
 from frontend.forms import HfImportForm
 from frontend.views.common import catalog_editor_required, validation_messages
-from simulations import selectors, services
 from simulations.adapters import device_spec, model_spec, runtime_spec
+from simulations.catalog import selectors, services
+from simulations.catalog.models import Device, LLMModel, RuntimeProfile
 from simulations.choices import TraceVisibility
 from simulations.device_families import device_kind_choices, param_schema
-from simulations.models import Device, LLMModel, RuntimeProfile
 from simulations.permissions import can_edit_catalog
 
 logger = logging.getLogger(__name__)

@@ -23,12 +23,12 @@ from frontend.charts.base import finite, fmt_distinct
 from frontend.charts.sweep import pareto_figure
 from frontend.provenance import plan_provenance
 from frontend.views.common import int_or_404, page_number
-from simulations import services
 from simulations.core import json_fields
 from simulations.core.errors import ScenarioValidationError
 from simulations.plans import selectors as plan_selectors
 from simulations.plans import services as plan_services
 from simulations.plans.models import Plan
+from simulations.scenarios import services
 
 #: The plan document the form starts from.
 EXAMPLE_PLAN = Path(settings.BASE_DIR) / "examples" / "plan-llama2-7b-conv.json"

@@ -21,15 +21,17 @@ from frontend.forms import LoadSweepForm
 from frontend.provenance import builder_provenance
 from frontend.views.common import catalog_choices, int_or_404, page_number, saved_workload_documents
 from frontend.views.runs import submit_run
-from simulations import selectors, services
 from simulations.core.errors import ScenarioValidationError
-from simulations.models import Scenario
+from simulations.runs import selectors as run_selectors
+from simulations.scenarios import selectors as scenario_selectors
+from simulations.scenarios import services
+from simulations.scenarios.models import Scenario
 
 
 def _scenario_or_404(request: HttpRequest, pk: Any, *, own: bool = False) -> Scenario:
     """A scenario the user may read (or, with ``own``, edit); 404 otherwise."""
     try:
-        scenario = selectors.scenario_get_for(request.user, int_or_404(pk))
+        scenario = scenario_selectors.scenario_get_for(request.user, int_or_404(pk))
     except Scenario.DoesNotExist:
         raise Http404("no such scenario") from None
     if own and scenario.owner_id != request.user.pk:
@@ -40,7 +42,7 @@ def _scenario_or_404(request: HttpRequest, pk: Any, *, own: bool = False) -> Sce
 @login_required
 def scenario_list(request: HttpRequest) -> HttpResponse:
     """The user's scenarios and the ones others shared."""
-    qs = selectors.scenarios_visible_to(request.user).order_by("-updated_at", "-id")
+    qs = scenario_selectors.scenarios_visible_to(request.user).order_by("-updated_at", "-id")
     page = Paginator(qs, 25).get_page(page_number(request))
     return render(request, "frontend/scenarios/list.html", {"page": page})
 
@@ -234,7 +236,7 @@ def scenario_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A scenario's document, its runs and sweeps, and what can be done with it."""
     scenario = _scenario_or_404(request, pk)
     runs = list(
-        selectors.runs_visible_to(request.user)
+        run_selectors.runs_visible_to(request.user)
         .filter(scenario=scenario)
         .defer("result", "document")[:20]
     )

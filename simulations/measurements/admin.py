@@ -10,9 +10,9 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
+from simulations.catalog.models import Device, LLMModel, RuntimeProfile
 from simulations.measurements import services
 from simulations.measurements.models import Calibration, MeasurementSet, Visibility
-from simulations.models import Device, LLMModel, RuntimeProfile
 from simulations.permissions import can_edit_catalog
 
 

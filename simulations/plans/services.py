@@ -1,6 +1,6 @@
 """Every write of the capacity-search job: create, claim, record, advance, cancel, reconcile.
 
-The same rules as runs and sweeps (:mod:`simulations.services`,
+The same rules as runs and sweeps (:mod:`simulations.runs.services`,
 :mod:`simulations.sweeps.services`):
 
 * every transition is one conditional UPDATE (``WHERE status/stage/round/attempts = …``),
@@ -36,6 +36,7 @@ from simulations.choices import ACTIVE_STATUSES, RunStatus
 from simulations.core.jsonsafe import finite
 from simulations.core.planner import PlanSpec, parse_plan, trace_names
 from simulations.jobs import (
+    MAX_ERROR_CHARS,
     chunk_claim_row,
     chunk_heartbeat_row,
     chunk_release_row,
@@ -46,8 +47,7 @@ from simulations.jobs import (
 )
 from simulations.plans.models import ChunkStatus, Plan, PlanChunk, PlanResult, PlanStage
 from simulations.plans.models import StageStatus as Stage
-from simulations.services import (
-    MAX_ERROR_CHARS,
+from simulations.scenarios.services import (
     _document_size_check,
     _storable_check,
     trace_references_set,

@@ -8,7 +8,7 @@ redelivered by the broker or re-sent by the reconciler), each configuration is r
 once and the counters equal the number of rows. The finaliser is a conditional update
 (``WHERE status = running AND succeeded + failed = total``), so it runs once.
 
-Chunks are claimed like runs (:func:`simulations.services.run_claim`): a conditional UPDATE
+Chunks are claimed like runs (:func:`simulations.runs.services.run_claim`): a conditional UPDATE
 from ``queued``, or from ``running`` with a stale heartbeat, that also counts the attempt; a
 chunk delivered ``HETPLANNER_MAX_ATTEMPTS`` times without finishing records its remaining
 configurations as failed, so a configuration that kills its worker cannot stall the sweep.
@@ -36,6 +36,7 @@ from simulations.core import scenario as scenario_rules
 from simulations.core.errors import ScenarioValidationError
 from simulations.core.jsonsafe import finite
 from simulations.jobs import (
+    MAX_ERROR_CHARS,
     chunk_claim_row,
     chunk_heartbeat_row,
     chunk_release_row,
@@ -43,8 +44,7 @@ from simulations.jobs import (
     requeue_stale,
     resend_lost,
 )
-from simulations.services import (
-    MAX_ERROR_CHARS,
+from simulations.scenarios.services import (
     _document_size_check,
     trace_references_set,
     visible_runtimes,

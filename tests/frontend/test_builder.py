@@ -10,8 +10,9 @@ import pytest
 from django.http import QueryDict
 
 from frontend import builder
-from simulations import services
-from simulations.models import Scenario, SimulationRun
+from simulations.runs.models import SimulationRun
+from simulations.scenarios import services
+from simulations.scenarios.models import Scenario
 
 from .conftest import glitches_document
 
@@ -172,7 +173,7 @@ def test_the_example_prefills_the_builder(alice_client: Any, seeded: Any) -> Non
 
 
 def test_a_trace_example_is_rewritten_to_a_stored_trace(alice_client: Any, seeded: Any) -> None:
-    from simulations.models import Trace
+    from simulations.scenarios.models import Trace
 
     html = alice_client.get("/scenarios/new/?example=glitches-azure-conv-poisson").content.decode()
     trace = Trace.objects.get()
@@ -194,7 +195,7 @@ def test_another_users_scenario_cannot_be_edited(
 def test_a_saved_workload_can_stand_in_for_the_custom_one(
     alice_client: Any, user: Any, seeded: Any
 ) -> None:
-    from simulations import services
+    from simulations.scenarios import services
 
     workload = services.workload_create(
         owner=user,
@@ -216,7 +217,7 @@ def test_a_saved_workload_can_stand_in_for_the_custom_one(
 def test_someone_elses_private_workload_cannot_be_used(
     alice_client: Any, other_user: Any, seeded: Any
 ) -> None:
-    from simulations import services
+    from simulations.scenarios import services
 
     theirs = services.workload_create(
         owner=other_user, name="private", requests=5, input_tokens=10, output_tokens=10

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from simulations.models import LLMModel
+from simulations.catalog.models import LLMModel
 
 from .test_run_pages import figures
 
@@ -39,7 +39,7 @@ def test_devices_filter_by_kind_and_vendor(client: Any, seeded: Any) -> None:
 
 
 def test_a_device_page_lists_every_figure_with_its_source(client: Any, seeded: Any) -> None:
-    from simulations.models import Device
+    from simulations.catalog.models import Device
 
     device = Device.objects.get(slug="a100-80gb")
     html = client.get("/catalog/devices/a100-80gb/").content.decode()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from frontend.templatetags.frontend_tags import num
-from simulations.models import SimulationRun
+from simulations.runs.models import SimulationRun
 from tests.frontend.conftest import glitches_document, store_succeeded_run
 
 pytestmark = pytest.mark.django_db
@@ -141,11 +141,11 @@ def test_the_comparison_reads_the_results_once_per_set_of_result_versions(
 
     from django.core.cache import cache
 
-    from frontend.views import runs
+    from simulations.runs import selectors as run_selectors
 
     cache.clear()
     ids = f"{glitches_run.pk},{second_run.pk}"
-    with mock.patch.object(runs.selectors, "run_results", wraps=runs.selectors.run_results) as read:
+    with mock.patch.object(run_selectors, "run_results", wraps=run_selectors.run_results) as read:
         for path in (f"/runs/compare/?ids={ids}", f"/runs/compare/charts.json?ids={ids}"):
             first = alice_client.get(path)
             second = alice_client.get(path)
