@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.validators import RegexValidator
 from django.db.models import QuerySet
 from django_filters import rest_framework as filters
@@ -105,11 +104,6 @@ def drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
 CATALOG_METHODS = ["get", "post", "put", "delete", "head", "options"]
 #: Catalog slugs may contain dots (llama3.1-8b), which DRF's default lookup excludes.
 SLUG_LOOKUP = r"[a-z0-9][a-z0-9._-]*"
-
-
-def lock_user(user: Any) -> None:
-    """Serialise one user's quota checks (row lock on PostgreSQL; SQLite serialises writes)."""
-    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
 
 
 class OwnedFilter(StrictFilterSet):

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
@@ -25,21 +23,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import fields as strict
-from api.common import lock_user
 from api.filters import IdFilter, StrictFilterSet, StrictQueryMixin
 from api.renderers import CSVRenderer, result_table
 from api.throttles import (
     RunSubmitThrottle,
 )
 from simulations.choices import (
-    ACTIVE_STATUSES,
     RunStatus,
 )
 from simulations.runs import selectors as run_selectors
 from simulations.runs import services
 from simulations.runs.models import RunEvent, SimulationRun
 from simulations.scenarios import selectors as scenario_selectors
-from simulations.sweeps import services as sweep_services
 
 # --- serializers -----------------------------------------------------------------------------
 
@@ -171,18 +166,7 @@ class RunViewSet(
         """Queue a run of ``scenario`` (yours or shared); 202 with the run."""
         data = self.get_serializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user = request.user
-        limit = int(settings.HETPLANNER_MAX_ACTIVE_RUNS_PER_USER)
-        with transaction.atomic():
-            lock_user(user)
-            active = SimulationRun.objects.filter(owner=user, status__in=ACTIVE_STATUSES).count()
-            if active >= limit:
-                raise sweep_services.QuotaExceededError(
-                    f"active runs per user: you have {active} queued or running; at most {limit}"
-                )
-            run = services.simulation_run_create(
-                scenario=data.validated_data["scenario"], owner=user
-            )
+        run = services.run_submit(scenario=data.validated_data["scenario"], owner=request.user)
         body = RunSerializer(run, context=self.get_serializer_context()).data
         location = request.build_absolute_uri(f"{request.path.rstrip('/')}/{run.pk}/")
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": location})

@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import (
     DatabaseError,
     InterfaceError,
@@ -35,7 +36,7 @@ from django.db import (
     transaction,
 )
 from django.db import connection as db_connection
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
@@ -240,6 +241,74 @@ def run_chunk(
         )
     finally:
         beat.stop()
+
+
+class ChunkJob(models.Model):
+    """The lifecycle columns of a chunk of a sweep or a plan, one Celery task's share of the
+    job: its state, how often a worker claimed it, which worker holds it, when its message
+    was last sent and when its worker last beat. :func:`chunk_claim_row`,
+    :func:`chunk_heartbeat_row`, :func:`chunk_release_row`, :func:`requeue_stale` and
+    :func:`resend_lost` work on these columns for either kind of chunk."""
+
+    status = models.CharField(
+        max_length=16,
+        choices=ChunkStatus.choices,
+        default=ChunkStatus.QUEUED,
+        help_text="Lifecycle state.",
+    )
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Times a worker claimed the chunk (count)."
+    )
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="Host and process id of the claiming worker."
+    )
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a task message was last sent for it."
+    )
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life from the claiming worker."
+    )
+
+    class Meta:
+        abstract = True
+        indexes = [models.Index(fields=["status", "heartbeat_at"])]
+
+    @staticmethod
+    def status_constraint() -> models.CheckConstraint:
+        """The CHECK that keeps ``status`` one of :class:`ChunkStatus` (each concrete chunk
+        lists it among its own constraints)."""
+        return models.CheckConstraint(
+            condition=Q(status__in=ChunkStatus.values),
+            name="%(app_label)s_%(class)s_status_valid",
+        )
+
+
+class QuotaExceededError(Exception):
+    """A per-user quota of active jobs (runs, sweeps, plans) is used up; the message names
+    it, ``active`` and ``limit`` count the jobs."""
+
+    def __init__(self, message: str, *, active: int, limit: int) -> None:
+        super().__init__(message)
+        self.active = active
+        self.limit = limit
+
+
+def quota_check(owner: Any, active: QuerySet[Any], *, what: str, limit: int) -> None:
+    """Raise QuotaExceededError when ``active`` — ``owner``'s queued or running jobs of one
+    kind — already holds ``limit`` of them; ``what`` names the kind in the message.
+
+    Call it inside the transaction that creates the job: it locks ``owner``'s user row
+    first (a row lock on PostgreSQL; SQLite serialises writes), so two concurrent
+    submissions of one user are counted one after the other and cannot both pass.
+    """
+    get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+    count = active.count()
+    if count >= limit:
+        raise QuotaExceededError(
+            f"active {what} per user: you have {count} queued or running; at most {limit}",
+            active=count,
+            limit=limit,
+        )
 
 
 def thaw_heap() -> None:

@@ -25,6 +25,7 @@ from frontend.provenance import plan_provenance
 from frontend.views.common import int_or_404, page_number
 from simulations.core import json_fields
 from simulations.core.errors import ScenarioValidationError
+from simulations.jobs import QuotaExceededError
 from simulations.plans import selectors as plan_selectors
 from simulations.plans import services as plan_services
 from simulations.plans.models import Plan
@@ -75,7 +76,7 @@ def plan_list(request: HttpRequest) -> HttpResponse:
                 plan = plan_services.plan_create(spec=document, owner=request.user)
             except ScenarioValidationError as exc:
                 errors = [(path, m) for path, msgs in exc.errors.items() for m in msgs]
-            except plan_services.QuotaExceededError as exc:
+            except QuotaExceededError as exc:
                 errors = [("document", str(exc))]
             except ValidationError as exc:
                 errors = [("document", "; ".join(exc.messages))]

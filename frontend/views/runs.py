@@ -10,13 +10,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -41,9 +39,10 @@ from frontend.parallel import parallel_rows
 from frontend.provenance import result_provenance
 from frontend.views.common import int_or_404, page_number
 from simulations.catalog import selectors as catalog_selectors
-from simulations.choices import ACTIVE_STATUSES, RunStatus
+from simulations.choices import RunStatus
 from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
 from simulations.core.policies import Policy, PolicyFigure, get_policy
+from simulations.jobs import QuotaExceededError
 from simulations.runs import selectors as run_selectors
 from simulations.runs import services as run_services
 from simulations.runs.models import SimulationRun
@@ -114,19 +113,15 @@ def submit_run(request: HttpRequest, scenario: Scenario) -> SimulationRun | None
     """Queue a run of ``scenario`` for the user, within their quota of active runs (a
     message says why not, and None is returned). ScenarioValidationError and
     PermissionDenied propagate."""
-    limit = int(getattr(settings, "HETPLANNER_MAX_ACTIVE_RUNS_PER_USER", 20))
-    with transaction.atomic():
-        active = SimulationRun.objects.filter(
-            owner_id=request.user.pk, status__in=ACTIVE_STATUSES
-        ).count()
-        if active >= limit:
-            messages.error(
-                request,
-                f"You have {active} runs queued or running; at most {limit} at once. "
-                "Wait for one to finish or cancel one.",
-            )
-            return None
-        return run_services.simulation_run_create(scenario=scenario, owner=request.user)
+    try:
+        return run_services.run_submit(scenario=scenario, owner=request.user)
+    except QuotaExceededError as exc:
+        messages.error(
+            request,
+            f"You have {exc.active} runs queued or running; at most {exc.limit} at once. "
+            "Wait for one to finish or cancel one.",
+        )
+        return None
 
 
 @login_required

@@ -22,6 +22,7 @@ from frontend.provenance import builder_provenance
 from frontend.views.common import catalog_choices, int_or_404, page_number, saved_workload_documents
 from frontend.views.runs import submit_run
 from simulations.core.errors import ScenarioValidationError
+from simulations.jobs import QuotaExceededError
 from simulations.runs import selectors as run_selectors
 from simulations.scenarios import selectors as scenario_selectors
 from simulations.scenarios import services
@@ -331,7 +332,7 @@ def scenario_load_sweep(request: HttpRequest, pk: int) -> HttpResponse:
     except SweepValidationError as exc:
         messages.error(request, f"Load sweep: {exc}")
         return redirect("frontend:scenario_detail", pk=scenario.pk)
-    except sweep_services.QuotaExceededError as exc:
+    except QuotaExceededError as exc:
         messages.error(request, str(exc))
         return redirect("frontend:scenario_detail", pk=scenario.pk)
     return redirect("frontend:sweep_detail", pk=sweep.pk)

@@ -33,6 +33,7 @@ from simulations.jobs import (
     MAX_ERROR_CHARS,
     ReconcileReport,
     mark_unsent,
+    quota_check,
     resend_lost,
     stale_before,
 )
@@ -84,6 +85,24 @@ def simulation_run_create(*, scenario: Scenario, owner: Any) -> SimulationRun:
         run_id = run.pk
         transaction.on_commit(lambda: _enqueue(run_id))
     return run
+
+
+def run_submit(*, scenario: Scenario, owner: Any) -> SimulationRun:
+    """Queue a run of ``scenario`` for ``owner`` within their quota of active runs
+    (``HETPLANNER_MAX_ACTIVE_RUNS_PER_USER``); see :func:`simulation_run_create`.
+
+    Raises :class:`~simulations.jobs.QuotaExceededError` (nothing stored) when ``owner``
+    already has that many runs queued or running, as well as what
+    :func:`simulation_run_create` raises.
+    """
+    with transaction.atomic():
+        quota_check(
+            owner,
+            SimulationRun.objects.filter(owner=owner, status__in=ACTIVE_STATUSES),
+            what="runs",
+            limit=int(settings.HETPLANNER_MAX_ACTIVE_RUNS_PER_USER),
+        )
+        return simulation_run_create(scenario=scenario, owner=owner)
 
 
 @dataclass(frozen=True)

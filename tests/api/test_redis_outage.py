@@ -18,13 +18,13 @@ import pytest
 from rest_framework.test import APIClient
 
 from hetplanner.settings.base import cache_settings
-from simulations.choices import RunStatus
+from simulations.choices import ChunkStatus, RunStatus
 from simulations.plans import services as plan_services
 from simulations.plans.models import Plan
 from simulations.runs import services
 from simulations.runs.models import SimulationRun
 from simulations.sweeps import services as sweep_services
-from simulations.sweeps.models import ChunkStatus, SweepChunk
+from simulations.sweeps.models import SweepChunk
 from tests.core.planner.helpers import small_doc
 from tests.helpers import celery_broker
 

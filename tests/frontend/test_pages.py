@@ -10,6 +10,7 @@ import pytest
 from api.models import ApiToken, hash_key
 from frontend import examples, validation
 from frontend.models import ValidationReport
+from simulations.runs.models import SimulationRun
 from simulations.scenarios.models import Trace, Workload
 
 from .test_run_pages import figures
@@ -46,6 +47,16 @@ def test_run_now_stores_the_example_and_queues_it(alice_client: Any, seeded: Any
     assert re.fullmatch(r"/runs/\d+/", response["Location"])
     html = alice_client.get("/").content.decode()
     assert "H2M2 vs LPDDR-only" in html  # listed among the recent runs
+
+
+def test_run_now_past_the_quota_says_why_and_queues_nothing(
+    alice_client: Any, seeded: Any, settings: Any
+) -> None:
+    settings.HETPLANNER_MAX_ACTIVE_RUNS_PER_USER = 1
+    assert alice_client.post("/examples/h2m2-gpt3-175b/run/").status_code == 302
+    response = alice_client.post("/examples/h2m2-gpt3-175b/run/", follow=True)
+    assert "You have 1 runs queued or running; at most 1 at once." in response.content.decode()
+    assert SimulationRun.objects.count() == 1
 
 
 def test_the_workload_editor_saves_a_valid_workload(alice_client: Any, seeded: Any) -> None:

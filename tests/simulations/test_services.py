@@ -16,6 +16,7 @@ from simulations.catalog import services as catalog_services
 from simulations.catalog.models import LLMModel
 from simulations.choices import RunEventKind, RunStatus
 from simulations.core.errors import ScenarioValidationError
+from simulations.jobs import QuotaExceededError
 from simulations.runs import services as run_services
 from simulations.runs.models import RunEvent, SimulationRun
 from simulations.scenarios import services as scenario_services
@@ -225,6 +226,24 @@ def test_only_the_owner_or_a_shared_scenario_can_be_run(
     scenario_services.scenario_update(scenario=scenario, shared=True)
     run = run_services.simulation_run_create(scenario=scenario, owner=other_user)
     assert run.owner == other_user
+
+
+def test_run_submit_refuses_a_run_past_the_quota_and_stores_nothing(
+    scenario: Scenario, user: Any, settings: Any
+) -> None:
+    settings.HETPLANNER_MAX_ACTIVE_RUNS_PER_USER = 2
+    with mock.patch("simulations.runs.tasks.run_simulation.delay"):
+        first = run_services.run_submit(scenario=scenario, owner=user)
+        run_services.run_submit(scenario=scenario, owner=user)
+        with pytest.raises(QuotaExceededError) as err:
+            run_services.run_submit(scenario=scenario, owner=user)
+        assert (err.value.active, err.value.limit) == (2, 2)
+        assert "active runs per user" in str(err.value)
+        assert SimulationRun.objects.count() == 2
+        # A final run no longer counts against the quota.
+        run_services.run_cancel(run=first, user=user)
+        run_services.run_submit(scenario=scenario, owner=user)
+    assert SimulationRun.objects.count() == 3
 
 
 @pytest.fixture
