@@ -23,6 +23,7 @@ from simulations.adapters import device_spec, model_spec, runtime_spec
 from simulations.catalog import selectors, services
 from simulations.catalog.models import Device, LLMModel, RuntimeProfile
 from simulations.choices import TraceVisibility
+from simulations.core.devices import roofline_kinds
 from simulations.device_families import device_kind_choices, param_schema
 from simulations.permissions import can_edit_catalog
 
@@ -189,7 +190,7 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
     )
     roofs: list[dict[str, Any]] = []
     roof_chart = None
-    if device.memory_tiers.all() and device.kind in analysis.ROOFLINE_KINDS:
+    if device.memory_tiers.all() and device.kind in roofline_kinds():
         # the roofs evaluate the device and runtime models (the page's main cost): cached
         # per device and catalog version, so any catalog edit gives fresh figures
         key = f"device-roofline:v1:{device.slug}:{selectors.catalog_version()}"
