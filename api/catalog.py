@@ -109,7 +109,7 @@ class DeviceParamSchemaSerializer(serializers.Serializer):
     """One parameter a device family declares (its schema entry)."""
 
     name = serializers.CharField()
-    label = serializers.CharField(help_text="Its name in words, with its unit.")
+    label = serializers.CharField(help_text="Its name in words, with its unit.")  # type: ignore[assignment]  # a field named like a Field attribute
     type = serializers.ChoiceField(choices=["int", "float", "bool", "str", "list"])
     help = serializers.CharField()
     unit = serializers.CharField(required=False)
@@ -117,7 +117,7 @@ class DeviceParamSchemaSerializer(serializers.Serializer):
     minimum = serializers.FloatField(required=False)
     exclusive_minimum = serializers.BooleanField(required=False)
     maximum = serializers.FloatField(required=False)
-    required = serializers.BooleanField(required=False)
+    required = serializers.BooleanField(required=False)  # type: ignore[assignment]  # a field named like a Field attribute
     items = serializers.CharField(required=False, help_text="Type of a list's items.")
     choices = serializers.ListField(child=serializers.JSONField(), required=False)
 
@@ -126,7 +126,7 @@ class DeviceKindSerializer(serializers.Serializer):
     """A device kind and the parameters its family declares."""
 
     kind = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named like a Field attribute
     params = DeviceParamSchemaSerializer(many=True)
 
 
@@ -192,14 +192,14 @@ class DeviceSerializer(CatalogSerializer):
 
     kind = DeviceKindField(help_text="Device kind: a registered device family.")
     vendor = strict.CharField(max_length=100)
-    parent = strict.CharField(
+    parent = strict.CharField(  # type: ignore[assignment]  # a field named like a Field attribute
         max_length=64,
         required=False,
         allow_null=True,
         validators=[SLUG],
         help_text="Slug of the SoC this component belongs to.",
     )
-    memory = MemoryTierSerializer(many=True, max_length=MAX_MEMORY_TIERS)
+    memory = MemoryTierSerializer(many=True, max_length=MAX_MEMORY_TIERS)  # type: ignore[call-arg]  # many=True: DRF's ListSerializer takes them
     fp16_tflops = quantity(help_text="Peak dense FP16 tensor compute, TFLOP/s.")
     bf16_tflops = quantity(help_text="Peak dense BF16 tensor compute, TFLOP/s.")
     fp8_tflops = quantity(help_text="Peak dense FP8 tensor compute, TFLOP/s (empty: no FP8).")

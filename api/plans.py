@@ -72,7 +72,7 @@ class PlanSerializer(strict.ModelSerializer):
 
     class Meta:
         model = Plan
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "name",
             "document",

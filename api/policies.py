@@ -32,7 +32,7 @@ class PolicyRoleSerializer(strict.Serializer):
     name = strict.CharField()
     help = strict.CharField()
     kinds = serializers.ListField(child=strict.CharField())
-    required = strict.BooleanField()
+    required = strict.BooleanField()  # type: ignore[assignment]  # a field named like a Field attribute
 
 
 class PolicyOptionSerializer(strict.Serializer):

@@ -63,7 +63,7 @@ class RunSerializer(strict.ModelSerializer):
 
     class Meta:
         model = SimulationRun
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "scenario",
             "scenario_name",

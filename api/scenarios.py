@@ -82,7 +82,9 @@ class DocumentField(serializers.JSONField):
 class ScenarioSerializer(strict.ModelSerializer):
     """A validated scenario document; ``name`` comes from the document."""
 
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    owner: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     document = DocumentField()
     is_owner = serializers.SerializerMethodField()
 

@@ -58,7 +58,7 @@ class SweepSerializer(strict.ModelSerializer):
     """A sweep: template, axes, counters, progress and (once finished) its summary."""
 
     template = DocumentField()
-    axes = AxisSerializer(many=True, min_length=1, max_length=MAX_AXES)
+    axes = AxisSerializer(many=True, min_length=1, max_length=MAX_AXES)  # type: ignore[call-arg]  # many=True: DRF's ListSerializer takes them
     chunk_size = strict.IntegerField(
         required=False, min_value=1, max_value=1000, help_text="Configurations per task."
     )

@@ -29,6 +29,7 @@ from api.throttles import (
     TokenExchangeThrottle,
     TokenThrottle,
 )
+from simulations.permissions import signed_in
 
 # --- serializers -----------------------------------------------------------------------------
 
@@ -45,7 +46,7 @@ class ApiTokenSerializer(strict.ModelSerializer):
 
     class Meta:
         model = ApiToken
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "name",
             "key_hint",
@@ -54,7 +55,13 @@ class ApiTokenSerializer(strict.ModelSerializer):
             "expires_at",
             "expires_in_days",
         )
-        read_only_fields = ("id", "key_hint", "created_at", "last_used_at", "expires_at")
+        read_only_fields: tuple[str, ...] = (
+            "id",
+            "key_hint",
+            "created_at",
+            "last_used_at",
+            "expires_at",
+        )
 
 
 class ApiTokenCreatedSerializer(ApiTokenSerializer):
@@ -110,7 +117,7 @@ class ApiTokenViewSet(
     def get_queryset(self) -> QuerySet[Any]:
         if getattr(self, "swagger_fake_view", False):  # schema generation: no user
             return ApiToken.objects.none()
-        return ApiToken.objects.filter(user=self.request.user)
+        return ApiToken.objects.filter(user=signed_in(self.request.user))
 
     def get_throttles(self) -> list[Any]:
         if self.action == "create":

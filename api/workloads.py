@@ -51,7 +51,9 @@ from simulations.scenarios.services import MAX_TRACE_BYTES
 class TraceSerializer(strict.ModelSerializer):
     """An uploaded trace's summary (the parsed columns are not listed)."""
 
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    owner: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
 
     class Meta:
         model = Trace
@@ -76,7 +78,7 @@ class TraceUploadSerializer(strict.Serializer):
 
     slug = strict.CharField(max_length=64, validators=[SLUG])
     name = strict.CharField(max_length=200)
-    source = strict.CharField(max_length=2000, required=False, allow_blank=True)
+    source = strict.CharField(max_length=2000, required=False, allow_blank=True)  # type: ignore[assignment]  # a field named like a Field attribute
     file = serializers.FileField(required=False, help_text="The CSV file (multipart upload).")
     text = strict.CharField(
         required=False,
@@ -151,8 +153,10 @@ class TokensField(serializers.JSONField):
 class WorkloadSerializer(strict.ModelSerializer):
     """A reusable workload (owned; shared ones are read-only to others)."""
 
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    trace = serializers.SlugRelatedField(
+    owner: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    trace: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
         slug_field="slug", queryset=Trace.objects.all(), required=False, allow_null=True
     )
     input_tokens = TokensField(
@@ -209,9 +213,8 @@ class WorkloadSerializer(strict.ModelSerializer):
         request = self.context.get("request")
         field = self.fields["trace"]
         assert isinstance(field, serializers.SlugRelatedField)
-        field.queryset = selectors.traces_visible_to(request.user if request else None).defer(
-            "data"
-        )
+        visible = selectors.traces_visible_to(request.user if request else None)
+        field.queryset = visible.defer("data")  # type: ignore[arg-type]  # the stubs type it a manager
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         merged = {
