@@ -1,5 +1,5 @@
-"""API routes under /api/: the catalog, workloads, scenarios, runs, sweeps, capacity
-plans, policies, measurement sets and calibrations, API tokens, the OpenAPI schema
+"""API routes under /api/: the catalog (with its cloud offers), workloads, scenarios, runs,
+sweeps, capacity plans, policies, measurement sets and calibrations, API tokens, the OpenAPI schema
 (/api/schema/) and Swagger UI (/api/docs/)."""
 
 from django.urls import include, path, re_path
@@ -11,6 +11,7 @@ from api import (
     measurements,
     plans,
     policies,
+    prices,
     runs,
     scenarios,
     schema,  # noqa: F401  (registers the token authentication's extension)
@@ -24,6 +25,7 @@ router = DefaultRouter()
 router.register("devices", catalog.DeviceViewSet, basename="device")
 router.register("runtimes", catalog.RuntimeProfileViewSet, basename="runtime")
 router.register("models", catalog.LLMModelViewSet, basename="llmmodel")
+router.register("cloud-offers", prices.CloudOfferViewSet, basename="cloudoffer")
 router.register("traces", workloads.TraceViewSet, basename="trace")
 router.register("workloads", workloads.WorkloadViewSet, basename="workload")
 router.register("scenarios", scenarios.ScenarioViewSet, basename="scenario")
