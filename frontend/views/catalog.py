@@ -23,6 +23,7 @@ from simulations.adapters import device_spec, model_spec, runtime_spec
 from simulations.catalog import selectors, services
 from simulations.catalog.models import Device, LLMModel, RuntimeProfile
 from simulations.choices import TraceVisibility
+from simulations.core.catalog import builtin_cloud_offers
 from simulations.core.devices import roofline_kinds
 from simulations.device_families import device_kind_choices, param_schema
 from simulations.permissions import can_edit_catalog
@@ -223,6 +224,7 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "roofs": roofs,
             "roof_chart": roof_chart,
             "notes": device.notes,
+            "cloud_offers": [o for o in builtin_cloud_offers().values() if o.device == device.slug],
         },
     )
 
