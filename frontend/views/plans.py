@@ -130,6 +130,16 @@ def _front_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return front
 
 
+def _energy_front_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The finished plan's capex-vs-energy-per-token front (as the CLI prints it), figures
+    written to as many digits as it takes to tell the configurations apart."""
+    front = [dict(p) for p in (result.get("pareto") or {}).get("capex_vs_energy_per_token", [])]
+    for key in ("capex_usd", "energy_j_per_token", "throughput_tok_s"):
+        for p, label in zip(front, fmt_distinct([p.get(key) for p in front]), strict=True):
+            p[f"{key}_label"] = label
+    return front
+
+
 @login_required
 def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A plan: progress, recommendation and why, Pareto front, cheapest per device type."""
@@ -159,6 +169,8 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "per_device_type": result.get("per_device_type") or [],
             "pareto": pareto,
             "front": _front_rows(points),
+            "energy_front": _energy_front_rows(result),
+            "sensitivity": result.get("sensitivity"),
         },
     )
 

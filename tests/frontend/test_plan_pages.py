@@ -112,3 +112,47 @@ def test_the_pareto_table_shows_enough_digits_to_tell_configurations_apart(
     cells = re.findall(r'<td class="num">([^<]*)</td>', table)
     throughputs = cells[1::2]
     assert len(throughputs) == 2 and throughputs[0] != throughputs[1], throughputs
+
+
+def test_a_finished_plan_shows_its_energy_front_load_sensitivity_and_csv_link(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    """Everything the CLI prints is on the page: the capex-vs-energy front and the load
+    sensitivity; the confirmed configurations download as the API's CSV."""
+    from simulations.core.catalog import builtin_catalog
+    from simulations.core.planner import parse_plan, plan_search
+    from simulations.plans import services
+    from simulations.plans.models import PlanResult
+
+    doc = small_doc()
+    doc["search"]["sensitivity"] = True
+    result = plan_search(parse_plan(doc, builtin_catalog()))
+    sens = result["sensitivity"]
+    assert sens and sens["applicable"]
+    plan = services.plan_create(spec=doc, owner=user)
+    for e in result["evaluated"]:
+        PlanResult.objects.create(
+            plan=plan,
+            key=e["key"],
+            round=1,
+            feasible=bool(e["feasible"]),
+            capex_usd=e["capex_usd"],
+            evaluation=e,
+        )
+    Plan.objects.filter(pk=plan.pk).update(
+        status=RunStatus.SUCCEEDED,
+        result=result,
+        progress=100,
+        finished_at=timezone.now(),
+        confirmed=len(result["evaluated"]),
+    )
+    html = alice_client.get(f"/plans/{plan.pk}/").content.decode()
+    energy = html.split('<table id="energy-front">', 1)[1].split("</table>", 1)[0]
+    for p in result["pareto"]["capex_vs_energy_per_token"]:
+        assert p["description"] in energy
+    section = html.split('id="load-sensitivity"', 1)[1].split("</section>", 1)[0]
+    assert sens["summary"].split(" (")[0][:40] in section.replace("&#x27;", "'")
+    link = html.split('id="export-csv"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
+    csv_text = alice_client.get(link.replace("&amp;", "&")).content.decode()
+    header, *rows = csv_text.strip().splitlines()
+    assert "key" in header and len(rows) == len(result["evaluated"])

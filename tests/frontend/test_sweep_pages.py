@@ -78,3 +78,15 @@ def test_a_finished_sweep_without_failures_reads_succeeded(
     assert re.search(r'<span class="badge status-finished">Succeeded</span>', html)
     listing = alice_client.get("/sweeps/").content.decode()
     assert re.search(r'<span class="badge status-finished">Succeeded</span>', listing)
+
+
+def test_a_sweep_page_links_its_results_as_the_apis_csv(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    sweep = _sweep(user, status=SweepStatus.FINISHED, finished_at=timezone.now(), summary={})
+    html = alice_client.get(f"/sweeps/{sweep.pk}/").content.decode()
+    link = html.split('id="export-csv"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
+    response = alice_client.get(link.replace("&amp;", "&"))
+    assert response["Content-Type"].startswith("text/csv")
+    header, *rows = response.content.decode().strip().splitlines()
+    assert "rate_per_s" in header and len(rows) == len(POINTS)  # one row per configuration × system
