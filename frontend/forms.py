@@ -270,3 +270,149 @@ class LoadSweepForm(forms.Form):
         if not 2 <= len(values) <= 50:
             raise forms.ValidationError("give between 2 and 50 rates")
         return sorted(set(values))
+
+
+class PlanForm(forms.Form):
+    """A capacity plan as a form: model, workload (a stored trace's lengths or uniform
+    ranges, Poisson arrivals), targets, device types and their largest count, policies,
+    budget, objective and running costs. :meth:`document` writes the plan document the CLI,
+    the API and the JSON box accept, so one parser (``parse_plan``) validates all three."""
+
+    name = forms.CharField(max_length=200, initial="My plan")
+    model = forms.ChoiceField(choices=())
+    lengths = forms.ChoiceField(
+        choices=(),
+        label="Prompt and output lengths",
+        help_text="A stored trace's lengths, or uniform ranges.",
+    )
+    in_low = forms.IntegerField(
+        label="prompt low (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    in_high = forms.IntegerField(
+        label="prompt high (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    out_low = forms.IntegerField(
+        label="output low (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    out_high = forms.IntegerField(
+        label="output high (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    requests = forms.IntegerField(
+        min_value=1, max_value=rules.MAX_REQUESTS, initial=1000, help_text="Requests per run."
+    )
+    rate_per_s = forms.FloatField(
+        min_value=1e-9,
+        max_value=rules.MAX_RATE_PER_S,
+        initial=1.0,
+        label="Poisson rate (requests/s)",
+    )
+    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0)
+    ttft_p90_ms = forms.FloatField(
+        min_value=1e-6, max_value=1e9, initial=1000, label="p90 TTFT ≤ (ms)"
+    )
+    tpot_p90_ms = forms.FloatField(
+        min_value=1e-6, max_value=1e9, initial=50, label="p90 TPOT ≤ (ms)"
+    )
+    min_throughput_tok_s = forms.FloatField(
+        required=False, min_value=0, max_value=1e12, label="Throughput ≥ (tokens/s)"
+    )
+    devices = forms.MultipleChoiceField(
+        choices=(), widget=forms.CheckboxSelectMultiple, label="Device types"
+    )
+    max_count = forms.IntegerField(
+        min_value=1, max_value=256, initial=8, label="Up to (devices of each type)"
+    )
+    policies = forms.MultipleChoiceField(
+        choices=(), widget=forms.CheckboxSelectMultiple, label="How they serve"
+    )
+    max_capex_usd = forms.FloatField(
+        required=False, min_value=1e-6, max_value=1e12, label="Budget (capex, USD)"
+    )
+    max_power_w = forms.FloatField(
+        required=False, min_value=1e-6, max_value=1e9, label="Power cap (sum of TDPs, W)"
+    )
+    max_devices_per_node = forms.IntegerField(min_value=1, max_value=256, initial=8)
+    objective = forms.ChoiceField(choices=())
+    electricity_usd_per_kwh = forms.FloatField(
+        required=False, min_value=0, max_value=10, label="Electricity ($/kWh)"
+    )
+    amortisation_years = forms.FloatField(
+        required=False, min_value=1e-6, max_value=50, label="Amortisation (years)"
+    )
+    sensitivity = forms.BooleanField(
+        required=False, initial=True, label="Find how far the load can grow"
+    )
+
+    def __init__(
+        self,
+        *args: Any,
+        models: list[tuple[str, str]],
+        traces: list[tuple[str, str]],
+        devices: list[tuple[str, str]],
+        policies: list[tuple[str, str]],
+        objectives: list[tuple[str, str]],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = models
+        self.fields["lengths"].choices = [("uniform", "uniform ranges"), *traces]
+        self.fields["devices"].choices = devices
+        self.fields["policies"].choices = policies
+        self.fields["objective"].choices = objectives
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("lengths") == "uniform":
+            for low, high in (("in_low", "in_high"), ("out_low", "out_high")):
+                lo, hi = data.get(low), data.get(high)
+                if lo is None or hi is None:
+                    self.add_error(low if lo is None else high, "give both ends of the range")
+                elif lo > hi:
+                    self.add_error(high, "must not be below the low end")
+        if data.get("objective") in ("tco_per_year", "usd_per_million_tokens"):
+            for name in ("electricity_usd_per_kwh", "amortisation_years"):
+                if data.get(name) is None:
+                    self.add_error(name, "this objective needs the running costs")
+        return data
+
+    def document(self) -> dict[str, Any]:
+        """The plan document of the cleaned form."""
+        d = self.cleaned_data
+        if d["lengths"] == "uniform":
+            lengths_in = {"dist": "uniform", "low": d["in_low"], "high": d["in_high"]}
+            lengths_out = {"dist": "uniform", "low": d["out_low"], "high": d["out_high"]}
+        else:
+            lengths_in = {"dist": "trace", "trace": d["lengths"]}
+            lengths_out = {"dist": "trace", "trace": d["lengths"]}
+        targets: dict[str, Any] = {"ttft_p90_ms": d["ttft_p90_ms"], "tpot_p90_ms": d["tpot_p90_ms"]}
+        if d.get("min_throughput_tok_s") is not None:
+            targets["min_throughput_tok_s"] = d["min_throughput_tok_s"]
+        constraints: dict[str, Any] = {"max_devices_per_node": d["max_devices_per_node"]}
+        for key in ("max_capex_usd", "max_power_w"):
+            if d.get(key) is not None:
+                constraints[key] = d[key]
+        doc: dict[str, Any] = {
+            "name": d["name"],
+            "model": d["model"],
+            "workload": {
+                "requests": d["requests"],
+                "input_tokens": lengths_in,
+                "output_tokens": lengths_out,
+                "arrival": {"kind": "poisson", "rate_per_s": d["rate_per_s"]},
+                "seed": d["seed"],
+            },
+            "targets": targets,
+            "space": {
+                "devices": [{"device": s, "max_count": d["max_count"]} for s in d["devices"]],
+                "policies": [{"policy": p} for p in d["policies"]],
+            },
+            "constraints": constraints,
+            "objective": d["objective"],
+            "search": {"sensitivity": bool(d.get("sensitivity"))},
+        }
+        if d.get("electricity_usd_per_kwh") is not None and d.get("amortisation_years"):
+            doc["costs"] = {
+                "electricity_usd_per_kwh": d["electricity_usd_per_kwh"],
+                "amortisation_years": d["amortisation_years"],
+            }
+        return doc
