@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django import forms
@@ -243,17 +244,68 @@ class TokenForm(forms.Form):
     )
 
 
-class LoadSweepForm(forms.Form):
-    """Sweep a scenario's Poisson arrival rate (latency against load, Neo Fig. 6)."""
+def sweep_parameters(document: Any) -> list[tuple[str, str, type]]:
+    """The numeric settings of a scenario document a sweep may vary, as (path, label,
+    type): the Poisson arrival rate (the default; any other arrival process is replaced),
+    the request count and seed, each system's device counts and each numeric option its
+    policy declares."""
+    from simulations.core.errors import UnknownPolicyError
+    from simulations.core.policies import get_policy
 
-    rates = forms.CharField(
+    doc = document if isinstance(document, dict) else {}
+    workload = doc.get("workload") if isinstance(doc.get("workload"), dict) else {}
+    arrival = workload.get("arrival") if isinstance(workload.get("arrival"), dict) else {}
+    # the arrival rate is always offered: a sweep of it makes the arrivals Poisson
+    rate = "Poisson arrival rate (requests/s)"
+    if arrival.get("kind", "poisson") != "poisson":
+        rate += f", replacing {arrival.get('kind')} arrivals"
+    out: list[tuple[str, str, type]] = [("workload.arrival.rate_per_s", rate, float)]
+    out.append(("workload.requests", "requests", int))
+    out.append(("workload.seed", "seed", int))
+    systems = doc.get("systems") if isinstance(doc.get("systems"), list) else []
+    for i, system in enumerate(systems):
+        if not isinstance(system, dict):
+            continue
+        name = str(system.get("name") or f"system {i}")
+        devices = system.get("devices") if isinstance(system.get("devices"), list) else []
+        for j, d in enumerate(devices):
+            if isinstance(d, dict):
+                out.append(
+                    (f"systems[{i}].devices[{j}].count", f"{name}: {d.get('device')} count", int)
+                )
+        try:
+            options = get_policy(str(system.get("policy"))).options
+        except UnknownPolicyError:
+            continue
+        for o in options:
+            if o.type in (int, float):
+                unit = f" ({o.unit})" if o.unit else ""
+                out.append((f"systems[{i}].options.{o.name}", f"{name}: {o.name}{unit}", o.type))
+    return out
+
+
+class SweepForm(forms.Form):
+    """Sweep one numeric setting of a scenario (the arrival rate by default: latency
+    against load, Neo Fig. 6) over the given values."""
+
+    parameter = forms.ChoiceField(choices=(), label="Vary")
+    values = forms.CharField(
         max_length=1000,
-        help_text="Arrival rates in requests/s, comma-separated (e.g. 0.5, 1, 2, 4).",
+        help_text="Values, comma-separated (e.g. 0.5, 1, 2, 4).",
     )
 
-    def clean_rates(self) -> list[float]:
-        text = self.cleaned_data["rates"]
-        values: list[float] = []
+    def __init__(self, *args: Any, document: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.parameters = {p: (label, kind) for p, label, kind in sweep_parameters(document)}
+        self.fields["parameter"].choices = [(p, lab) for p, (lab, _) in self.parameters.items()]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        path, text = data.get("parameter"), data.get("values")
+        if path is None or text is None:
+            return data
+        kind = self.parameters[path][1]
+        values: list[float | int] = []
         for part in text.replace(";", ",").split(","):
             part = part.strip()
             if not part:
@@ -261,15 +313,26 @@ class LoadSweepForm(forms.Form):
             try:
                 v = float(part)
             except ValueError:
-                raise forms.ValidationError(f"{part!r} is not a number") from None
-            if not (0 < v <= rules.MAX_RATE_PER_S):
-                raise forms.ValidationError(
-                    f"{part}: rates must be in (0, {rules.MAX_RATE_PER_S:g}]"
-                )
-            values.append(v)
-        if not 2 <= len(values) <= 50:
-            raise forms.ValidationError("give between 2 and 50 rates")
-        return sorted(set(values))
+                self.add_error("values", f"{part!r} is not a number")
+                return data
+            if not math.isfinite(v) or v <= 0 or v > 1e9:
+                self.add_error("values", f"{part}: values must be finite, above 0, at most 1e9")
+                return data
+            if kind is int:
+                if v != int(v):
+                    self.add_error(
+                        "values", f"{part}: {self.parameters[path][0]} takes whole numbers"
+                    )
+                    return data
+                values.append(int(v))
+            else:
+                values.append(v)
+        if not 2 <= len(set(values)) <= 50:
+            self.add_error("values", "give between 2 and 50 different values")
+            return data
+        data["values"] = sorted(set(values))
+        data["name"] = path.rsplit(".", 1)[-1]
+        return data
 
 
 class PlanForm(forms.Form):

@@ -17,7 +17,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from frontend import builder, examples
-from frontend.forms import LoadSweepForm
+from frontend.forms import SweepForm
 from frontend.provenance import builder_provenance
 from frontend.views.common import catalog_choices, int_or_404, page_number, saved_workload_documents
 from frontend.views.runs import submit_run
@@ -256,7 +256,7 @@ def scenario_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "document_json": json.dumps(scenario.document, indent=2),
             "runs": runs,
             "own": scenario.owner_id == request.user.pk,
-            "sweep_form": LoadSweepForm(initial={"rates": suggested}),
+            "sweep_form": SweepForm(document=scenario.document, initial={"values": suggested}),
         },
     )
 
@@ -303,34 +303,32 @@ def scenario_document(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def scenario_load_sweep(request: HttpRequest, pk: int) -> HttpResponse:
-    """Start a sweep of the Poisson arrival rate over the given rates."""
+    """Start a sweep of one numeric setting (the Poisson arrival rate by default) over the
+    given values."""
     from simulations.sweeps import services as sweep_services
     from simulations.sweeps.expand import SweepValidationError
 
     scenario = _scenario_or_404(request, pk)
-    form = LoadSweepForm(request.POST)
+    form = SweepForm(request.POST, document=scenario.document)
     if not form.is_valid():
         for msgs in form.errors.values():
             for m in msgs:
-                messages.error(request, f"Load sweep: {m}")
+                messages.error(request, f"Sweep: {m}")
         return redirect("frontend:scenario_detail", pk=scenario.pk)
     template = copy.deepcopy(scenario.document)
-    workload = template.get("workload") or {}
-    workload["arrival"] = {"kind": "poisson", "rate_per_s": form.cleaned_data["rates"][0]}
-    template["workload"] = workload
-    axes = [
-        {
-            "name": "rate_per_s",
-            "path": "workload.arrival.rate_per_s",
-            "values": form.cleaned_data["rates"],
-        }
-    ]
+    path, values = form.cleaned_data["parameter"], form.cleaned_data["values"]
+    if path == "workload.arrival.rate_per_s":
+        workload = template.get("workload") or {}
+        workload["arrival"] = {"kind": "poisson", "rate_per_s": values[0]}
+        template["workload"] = workload
+    axes = [{"name": form.cleaned_data["name"], "path": path, "values": values}]
+    label = form.parameters[path][0]
     try:
         sweep = sweep_services.sweep_create(
-            owner=request.user, name=f"{scenario.name}: load sweep", template=template, axes=axes
+            owner=request.user, name=f"{scenario.name}: {label} sweep", template=template, axes=axes
         )
     except SweepValidationError as exc:
-        messages.error(request, f"Load sweep: {exc}")
+        messages.error(request, f"Sweep: {exc}")
         return redirect("frontend:scenario_detail", pk=scenario.pk)
     except QuotaExceededError as exc:
         messages.error(request, str(exc))
