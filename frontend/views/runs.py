@@ -296,6 +296,7 @@ def _comparison(
         "summary": results.summary_rows(systems, baseline),
         "provenance": result_provenance(systems),
         "tco": costs.tco_rows(systems),
+        "cloud_prices": costs.cloud_price_notes(costs.tco_rows(systems)),
         "capacity": costs.capacity_rows(systems),
         "parallel": parallel_rows(systems),
         "lazy_figures": [
@@ -619,6 +620,7 @@ def _compare_tables(
                 "clipped": results.clipped_requests(systems),
                 "provenance": result_provenance(systems),
                 "tco": costs.tco_rows(systems),
+                "cloud_prices": costs.cloud_price_notes(costs.tco_rows(systems)),
                 "capacity": costs.capacity_rows(systems),
                 "parallel": parallel_rows(systems),
                 "charts": COMPARISON_CHARTS,
