@@ -126,6 +126,26 @@ def _builder_context(
             }
             for k, label, unit in builder.SLO_FIELDS
         ],
+        "cost_fields": [
+            {
+                "key": k,
+                "label": label,
+                "unit": unit,
+                "value": state.costs.get(k, ""),
+                "field": f"costs-{k}",
+            }
+            for k, label, unit in builder.COST_FIELDS
+        ],
+        "capacity_fields": [
+            {
+                "key": k,
+                "label": label,
+                "unit": unit,
+                "value": state.capacity.get(k, ""),
+                "field": f"capacity-{k}",
+            }
+            for k, label, unit in builder.CAPACITY_FIELDS
+        ],
         "link_slugs": [link["slug"] for link in choices["links"]],
         "length_kinds": builder.LENGTH_KINDS,
         "arrival_kinds": builder.ARRIVAL_KINDS,
