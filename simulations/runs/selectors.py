@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from simulations.choices import RunStatus
 from simulations.runs.models import RunEvent, SimulationRun
@@ -37,13 +37,25 @@ class RunsToCompare:
     left_out: list[SimulationRun]
 
 
-def runs_to_compare(user: Any, ids: Sequence[int]) -> RunsToCompare:
-    """The runs ``ids`` names for a comparison, each one ``user`` may see.
+def comparable_runs(user: Any) -> QuerySet[SimulationRun]:
+    """Runs ``user`` may put in a comparison: their own, and — so a comparison link can be
+    shared with signed-in colleagues — the runs of scenarios their owners shared (sharing a
+    scenario shares what it produced; the run pages themselves stay the owner's)."""
+    if not user.is_authenticated:
+        return SimulationRun.objects.none()
+    return SimulationRun.objects.filter(Q(owner=user) | Q(scenario__shared=True)).select_related(
+        "scenario"
+    )
 
-    Raises SimulationRun.DoesNotExist when any id is not a run ``user`` may see (the
-    caller answers 404 without saying which: nothing of another user's run is shown).
-    The result documents are left unread (:func:`run_results` reads them when needed)."""
-    found = {r.pk: r for r in runs_visible_to(user).defer("result").filter(pk__in=ids)}
+
+def runs_to_compare(user: Any, ids: Sequence[int]) -> RunsToCompare:
+    """The runs ``ids`` names for a comparison, each one ``user`` may compare
+    (:func:`comparable_runs`).
+
+    Raises SimulationRun.DoesNotExist when any id is not such a run (the caller answers 404
+    without saying which: nothing of another user's private run is shown). The result
+    documents are left unread (:func:`run_results` reads them when needed)."""
+    found = {r.pk: r for r in comparable_runs(user).defer("result").filter(pk__in=ids)}
     if len(found) != len(set(ids)):
         raise SimulationRun.DoesNotExist("no such run")
     ordered = [found[i] for i in dict.fromkeys(ids)]
