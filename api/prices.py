@@ -32,7 +32,9 @@ class CloudOfferSerializer(strict.Serializer):
         help_text="USD per device-hour (high end; equal to the low end for a single price)."
     )
     as_of = strict.CharField(help_text="The date the source gives its price.")
-    source = strict.CharField()
+    # a field named "source" shadows DRF's Field.source attribute for the type checker only:
+    # the serializer's metaclass collects declared fields before any instance exists
+    source = strict.CharField()  # type: ignore[assignment]
     notes = strict.CharField(allow_blank=True)
 
 

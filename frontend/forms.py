@@ -252,9 +252,11 @@ def sweep_parameters(document: Any) -> list[tuple[str, str, type]]:
     from simulations.core.errors import UnknownPolicyError
     from simulations.core.policies import get_policy
 
-    doc = document if isinstance(document, dict) else {}
-    workload = doc.get("workload") if isinstance(doc.get("workload"), dict) else {}
-    arrival = workload.get("arrival") if isinstance(workload.get("arrival"), dict) else {}
+    doc: dict[str, Any] = document if isinstance(document, dict) else {}
+    raw_workload = doc.get("workload")
+    workload: dict[str, Any] = raw_workload if isinstance(raw_workload, dict) else {}
+    raw_arrival = workload.get("arrival")
+    arrival: dict[str, Any] = raw_arrival if isinstance(raw_arrival, dict) else {}
     # the arrival rate is always offered: a sweep of it makes the arrivals Poisson
     rate = "Poisson arrival rate (requests/s)"
     if arrival.get("kind", "poisson") != "poisson":
@@ -262,12 +264,14 @@ def sweep_parameters(document: Any) -> list[tuple[str, str, type]]:
     out: list[tuple[str, str, type]] = [("workload.arrival.rate_per_s", rate, float)]
     out.append(("workload.requests", "requests", int))
     out.append(("workload.seed", "seed", int))
-    systems = doc.get("systems") if isinstance(doc.get("systems"), list) else []
+    raw_systems = doc.get("systems")
+    systems: list[Any] = raw_systems if isinstance(raw_systems, list) else []
     for i, system in enumerate(systems):
         if not isinstance(system, dict):
             continue
         name = str(system.get("name") or f"system {i}")
-        devices = system.get("devices") if isinstance(system.get("devices"), list) else []
+        raw_devices = system.get("devices")
+        devices: list[Any] = raw_devices if isinstance(raw_devices, list) else []
         for j, d in enumerate(devices):
             if isinstance(d, dict):
                 out.append(
@@ -297,10 +301,13 @@ class SweepForm(forms.Form):
     def __init__(self, *args: Any, document: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.parameters = {p: (label, kind) for p, label, kind in sweep_parameters(document)}
-        self.fields["parameter"].choices = [(p, lab) for p, (lab, _) in self.parameters.items()]
+        field = self.fields["parameter"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(p, lab) for p, (lab, _) in self.parameters.items()]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         path, text = data.get("parameter"), data.get("values")
         if path is None or text is None:
             return data
@@ -417,14 +424,20 @@ class PlanForm(forms.Form):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["model"].choices = models
-        self.fields["lengths"].choices = [("uniform", "uniform ranges"), *traces]
-        self.fields["devices"].choices = devices
-        self.fields["policies"].choices = policies
-        self.fields["objective"].choices = objectives
+        for name, choices in (
+            ("model", models),
+            ("lengths", [("uniform", "uniform ranges"), *traces]),
+            ("devices", devices),
+            ("policies", policies),
+            ("objective", objectives),
+        ):
+            field = self.fields[name]
+            assert isinstance(field, forms.ChoiceField)
+            field.choices = choices
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if data.get("lengths") == "uniform":
             for low, high in (("in_low", "in_high"), ("out_low", "out_high")):
                 lo, hi = data.get(low), data.get(high)
