@@ -112,6 +112,24 @@ EXAMPLES: tuple[Example, ...] = (
         HERE / "h2m2-gpt3-175b.json",
     ),
     Example(
+        "glitches-vs-8xa100-disaggregated",
+        "GLITCHES vs 8×A100, the 8×A100 also disaggregated",
+        "GLITCHES",
+        REPO_EXAMPLES / "glitches-vs-8xa100-disaggregated.json",
+    ),
+    Example(
+        "splitwise-h100-a100-azure-conv",
+        "H100 prefill + A100 decode vs 8×H100 co-located (Azure conversation trace)",
+        "Disaggregated",
+        REPO_EXAMPLES / "splitwise-h100-a100-azure-conv.json",
+    ),
+    Example(
+        "disaggregated-two-nodes-ethernet-100g",
+        "Disaggregated serving over two nodes joined by 100G Ethernet",
+        "Disaggregated",
+        REPO_EXAMPLES / "disaggregated-two-nodes-ethernet-100g.json",
+    ),
+    Example(
         "azure-conv-continuous-batching",
         "Continuous batching vs batch-1 on 2×A100 (Azure conversation trace)",
         "Baselines",
