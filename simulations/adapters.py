@@ -44,8 +44,9 @@ DEVICE_PLAIN_FIELDS = _plain_fields(
 )
 #: RuntimeProfile fields stored under the same name on the RuntimeProfile row.
 RUNTIME_FIELDS = _plain_fields(RuntimeProfile, frozenset({"params", "sources", "calibration"}))
-#: ModelSpec fields stored under the same name on the LLMModel row.
-MODEL_FIELDS = _plain_fields(ModelSpec, frozenset({"sources"}))
+#: ModelSpec fields stored under the same name on the LLMModel row (the architecture blocks
+#: of mixtures of experts are not stored yet: a row is a dense model).
+MODEL_FIELDS = _plain_fields(ModelSpec, frozenset({"sources", "moe", "mla", "sliding_window"}))
 _LINK_COLUMNS = ("bw_gbps", "latency_us", "pcie_gen", "lanes")
 
 

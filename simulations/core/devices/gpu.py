@@ -17,6 +17,7 @@ import numpy as np
 
 from simulations.core.errors import SpecError
 from simulations.core.graph import (
+    NONLINEAR_OPS,
     DecodeFrame,
     GraphTotals,
     Op,
@@ -28,6 +29,7 @@ from simulations.core.graph import (
     decode_graph,
     mixed_counts,
     mixed_frame,
+    moe_ops,
     prefill_graph,
 )
 from simulations.core.graph import (
@@ -184,6 +186,9 @@ class _MixedLin:
     kv_per_token: float
     t_memo: dict[int, tuple[float, float, float, float, float, float]]
     n_memo: dict[int, tuple[float, float, float, float, float, float]]
+    #: A mixture of experts' routed-expert GEMMs are costed exactly per token count (their
+    #: touched experts saturate: not affine), added to the ``by_tokens`` part.
+    moe_model: ModelSpec | None = None
 
 
 def _rows_cost(
@@ -459,7 +464,10 @@ class GpuModel(DeviceModel):
         if part_t is None:
             if len(lin.t_memo) >= 65536:
                 lin.t_memo.clear()
-            part_t = lin.t_memo[tokens] = _rows_cost(lin.by_tokens, x, per_op)
+            part_t = _rows_cost(lin.by_tokens, x, per_op)
+            if lin.moe_model is not None:
+                part_t = self._moe_part(lin.moe_model, tokens, per_op, part_t)
+            lin.t_memo[tokens] = part_t
         part_n = lin.n_memo.get(sequences)
         if part_n is None:
             if len(lin.n_memo) >= 65536:
@@ -820,7 +828,9 @@ class GpuModel(DeviceModel):
             frame = mixed_frame(model, t, n, self.precision, fused_attention=self.fused_attention)
             g = frame.graph(p, kv)
             per_op, host_only = self._host(len(g.layer_ops), g.n_layers)
-            ops = [(op, "graph") for op in (*frame.head, *frame.tail)]
+            ops = [
+                (op, "graph") for op in (*frame.head, *frame.tail) if op.name not in NONLINEAR_OPS
+            ]
             ops += [(op, "attn") for op in frame.attention(p, kv)]
             if self.kernels is not None:
                 k = self.kernels
@@ -881,9 +891,39 @@ class GpuModel(DeviceModel):
             kv_per_token=model.kv_bytes_per_token(self.runtime.kv_bits),
             t_memo={},
             n_memo={},
+            moe_model=model if model.moe is not None else None,
         )
         self._last_lin = (model, lin)
         return lin
+
+    def _moe_part(
+        self,
+        model: ModelSpec,
+        tokens: int,
+        per_op: float,
+        acc: tuple[float, float, float, float, float, float],
+    ) -> tuple[float, float, float, float, float, float]:
+        """``acc`` (a :func:`_rows_cost` part) plus the routed experts' GEMMs of a mixed
+        pass of ``tokens`` tokens, costed from their operators."""
+        seconds, t_comp, t_mem, flops, nbytes, act = acc
+        for op in moe_ops(model, tokens, self.precision):
+            if self.kernels is None:
+                c, m = op.flops / self.ops_rate, op.bytes / self.bw
+            else:
+                c, m = self.kernels.cm(op, False, tokens, 0)
+            if self.dequant_ops:
+                c += self._dequant_s(op)
+            r = op.repeat
+            if c >= m:
+                t_comp += c * r
+                seconds += (c if c > per_op else per_op) * r
+            else:
+                t_mem += m * r
+                seconds += (m if m > per_op else per_op) * r
+            flops += op.flops * r
+            nbytes += op.bytes * r
+            act = max(act, op.act_read_bytes + op.act_write_bytes)
+        return seconds, t_comp, t_mem, flops, nbytes, act
 
     def _check_fits(self, model: ModelSpec, g: PhaseGraph, resident_tokens: int) -> None:
         workspace = max((op.act_read_bytes + op.act_write_bytes) for op in g.ops)

@@ -258,7 +258,8 @@ def op_class(op: Op, decode: bool) -> KernelClass:
     if kind is OpKind.EMBEDDING:
         return KernelClass.COPY
     if kind is OpKind.ELEMENTWISE:
-        return KernelClass.ACT if op.name == "ffn_act" else KernelClass.COPY
+        # FFN activations (dense, shared and routed experts'); the rest are copies
+        return KernelClass.ACT if op.name.endswith("_act") else KernelClass.COPY
     raise SpecError(
         "runtime.params.fused_attention",
         f"the kernel-class GPU model needs fused attention (no {op.name} kernel)",
