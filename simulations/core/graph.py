@@ -567,6 +567,9 @@ def expert_load(moe: MoeSpec, tokens: int) -> ExpertLoad:
     ep = moe.expert_parallel
     q = expert_inclusion(moe.n_experts, moe.experts_per_token, moe.routing_zipf)
     t = tokens * moe.token_groups
+    if moe.resident_experts:
+        block = q[: moe.resident_experts]
+        return ExpertLoad(t * sum(block), _distinct(block, t), moe.resident_experts)
     per = moe.n_experts // ep
     best: ExpertLoad | None = None
     for d in range(ep):
@@ -576,6 +579,14 @@ def expert_load(moe: MoeSpec, tokens: int) -> ExpertLoad:
             best = load
     assert best is not None
     return best
+
+
+def offloaded_expert_load(moe: MoeSpec, tokens: int) -> ExpertLoad:
+    """The routed work of the experts a device does *not* keep (``resident_experts`` > 0:
+    the least popular ``n_experts − resident_experts``) for ``tokens`` tokens of a pass."""
+    q = expert_inclusion(moe.n_experts, moe.experts_per_token, moe.routing_zipf)
+    block = q[moe.resident_experts :] if moe.resident_experts else ()
+    return ExpertLoad(tokens * sum(block), _distinct(block, tokens), len(block))
 
 
 # --- building passes -------------------------------------------------------------------------

@@ -461,6 +461,9 @@ class MoeSpec:
     routing_zipf: float = 0.0
     expert_parallel: int = 1
     token_groups: int = 1
+    #: Experts of each MoE layer a device keeps (the most popular; 0 = all): the rest live
+    #: elsewhere (host memory under expert offloading) and their work is costed there.
+    resident_experts: int = 0
     where: str = field(default="moe", compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -491,10 +494,18 @@ class MoeSpec:
                 f"{self.expert_parallel} devices",
             )
         check_count(f"{w}.token_groups", self.token_groups, maximum=4096)
+        check_count(
+            f"{w}.resident_experts", self.resident_experts, minimum=0, maximum=self.n_experts
+        )
+        if self.resident_experts and self.expert_parallel > 1:
+            raise SpecError(f"{w}.resident_experts", "is modelled without expert parallelism")
 
     @property
     def held_experts(self) -> int:
-        """Routed experts one device stores (all of them without expert parallelism)."""
+        """Routed experts one device stores (all of them without expert parallelism or
+        offloading)."""
+        if self.resident_experts:
+            return self.resident_experts
         return self.n_experts // self.expert_parallel
 
 

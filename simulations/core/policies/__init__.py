@@ -12,6 +12,7 @@ from . import neo  # noqa: F401  (registers "neo", "gpu-only", "fastdecode+" and
 from . import heterollm  # noqa: F401  (registers "heterollm" and its paper)
 from . import h2m2  # noqa: F401  (registers "h2m2" and its paper)
 from . import homogeneous  # noqa: F401  (registers "homogeneous", the baseline of every paper)
+from . import moe_offload  # noqa: F401  (registers "moe-offload"; not a paper)
 
 # isort: on
 from .base import (
