@@ -98,3 +98,66 @@ def test_bench_cli_start_up(benchmark: Any) -> None:
 
     benchmark.extra_info.update(name="CLI: manage.py simulate --help", unit="s", target=1.0)
     benchmark.pedantic(start, rounds=3, iterations=1)
+
+
+def _conv_requests(model_slug: str, rate_per_s: float) -> Any:
+    workload = WorkloadSpec(
+        10_000,
+        LengthDist(LengthDistKind.TRACE),
+        LengthDist(LengthDistKind.TRACE),
+        ArrivalSpec(ArrivalKind.POISSON, rate_per_s=rate_per_s),
+        0,
+        load_azure_trace(TRACE),
+    )
+    return generate_requests(workload, CAT.model(model_slug))
+
+
+def _tp_system(device: str, count: int, tp: int, link: str) -> SystemSpec:
+    return SystemSpec(
+        f"{count}x{device} TP{tp}",
+        "homogeneous",
+        (DevicePlacement(CAT.device(device), count, CAT.runtimes["vllm-fp16"]),),
+        {"max_batch": 256, "tensor_parallel": tp, "link": link},
+    )
+
+
+def test_bench_8xh100_tp8_10k_requests(benchmark: Any) -> None:
+    """10,000 conversation requests at 4 requests/s through one 8×H100 NVLink4 TP8 replica
+    serving Llama-3.1-70B: engine time under 2 s (issue 19 item 5)."""
+    model = CAT.model("llama3.1-70b")
+    requests = _conv_requests("llama3.1-70b", 4.0)
+    system = _tp_system("h100-sxm", 8, 8, "nvlink4")
+    benchmark.extra_info.update(
+        name="engine: 10k conv reqs at 4/s, Llama-3.1-70B on 8xH100 TP8", unit="s", target=2.0
+    )
+    out = benchmark.pedantic(
+        lambda: HomogeneousPolicy(_fresh_models()).simulate(system, model, requests),
+        rounds=3,
+        iterations=1,
+    )
+    assert len(out.finish_s) == 10_000
+
+
+def test_bench_tensor_parallel_70b_costs_no_more_than_7b(benchmark: Any) -> None:
+    """Simulator time of Llama-3.1-70B on 4×H100 TP4 over that of Llama-3.1-8B on one H100,
+    same 10,000 requests at 2 requests/s: a tensor-parallel group is simulated as one unit,
+    so the ratio should stay at about 1 (target ≤ 1.2: no per-shard work)."""
+    small_model, big_model = CAT.model("llama3.1-8b"), CAT.model("llama3.1-70b")
+    small_req = _conv_requests("llama3.1-8b", 2.0)
+    big_req = _conv_requests("llama3.1-70b", 2.0)
+    small = _tp_system("h100-sxm", 1, 1, "nvlink4")
+    big = _tp_system("h100-sxm", 4, 4, "nvlink4")
+
+    def run(system: SystemSpec, model: Any, requests: Any) -> float:
+        t0 = time.perf_counter()
+        HomogeneousPolicy(_fresh_models()).simulate(system, model, requests)
+        return time.perf_counter() - t0
+
+    small_s = min(run(small, small_model, small_req) for _ in range(3))
+    benchmark.pedantic(lambda: run(big, big_model, big_req), rounds=3, iterations=1)
+    benchmark.extra_info.update(
+        name="engine: 70B on 4xH100 TP4 / 8B on 1xH100 (10k conv reqs at 2/s)",
+        value=benchmark.stats.stats.min / small_s,
+        unit="x",
+        target=1.2,
+    )

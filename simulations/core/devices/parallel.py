@@ -59,6 +59,8 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from simulations.core.errors import SpecError
 from simulations.core.spec import LinkSpec, ModelSpec
 
@@ -440,6 +442,20 @@ class ParallelGroup(DeviceModel):
         c = self.inner.decode_step(self._stage(model), mb, -(-kv_tokens // m))
         comm = self.stage_comm_s(model, mb)
         return self._pipeline([(c, comm)] * m)
+
+    def decode_steps(
+        self, model: ModelSpec, batch: int, kv_tokens: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`decode_step` at every element of ``kv_tokens``. A tensor-parallel group
+        hands the whole array to its shard's model (a family with array arithmetic answers
+        it at once) and adds the collectives, which depend on the batch only, with the same
+        float operations as :func:`_scaled`, so every value equals the scalar call's. A
+        pipeline group steps element by element (the default)."""
+        if self.pp != 1:
+            return super().decode_steps(model, batch, kv_tokens)
+        seconds, joules = self.inner.decode_steps(self._shard(model), batch, kv_tokens)
+        extra_s = self.stage_comm_s(model, batch)
+        return seconds + extra_s, self.tp * (joules + extra_s * self.inner.idle_power_w)
 
     def chunked_step(
         self,

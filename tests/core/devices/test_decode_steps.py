@@ -8,6 +8,7 @@ import pytest
 
 from simulations.core.catalog import builtin_catalog
 from simulations.core.devices import build_device_model
+from simulations.core.devices.parallel import ParallelGroup
 from simulations.core.errors import CapacityError
 
 CAT = builtin_catalog()
@@ -45,3 +46,26 @@ def test_decode_steps_refuse_what_the_scalar_step_refuses() -> None:
     model = CAT.model("llama2-7b")
     with pytest.raises(CapacityError):
         dm.decode_steps(model, 4, np.array([10, 10**7], dtype=np.int64))
+
+
+@pytest.mark.parametrize(("tp", "pp"), [(2, 1), (4, 1), (8, 1), (2, 2)])
+@pytest.mark.parametrize("batch", [1, 33, 256])
+def test_a_parallel_groups_decode_steps_equal_its_scalar_steps_bit_for_bit(
+    tp: int, pp: int, batch: int
+) -> None:
+    dev, rt = CAT.device("h100-sxm"), CAT.runtimes["vllm-fp16"]
+    model = CAT.model("llama3.1-70b")
+    link = CAT.link("nvlink4")
+    vec = ParallelGroup(build_device_model(dev, rt), tp, pp, link=link)
+    one = ParallelGroup(build_device_model(dev, rt), tp, pp, link=link)
+    ks = np.array([0, 1, 17, 999, 4096, 20_000], dtype=np.int64)
+    secs, joules = vec.decode_steps(model, batch, ks)
+    for k, s, j in zip(ks.tolist(), secs.tolist(), joules.tolist(), strict=True):
+        cost = one.decode_step(model, batch, k)
+        assert (s, j) == (cost.seconds, cost.joules)
+    # beyond the shard's memory both paths refuse alike
+    with pytest.raises(CapacityError) as scalar:
+        one.decode_step(model, batch, 10**9)
+    with pytest.raises(CapacityError) as vector:
+        vec.decode_steps(model, batch, np.array([0, 10**9], dtype=np.int64))
+    assert str(vector.value) == str(scalar.value)
