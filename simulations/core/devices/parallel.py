@@ -453,6 +453,14 @@ class ParallelGroup(DeviceModel):
         pipeline group steps element by element (the default)."""
         if self.pp != 1:
             return super().decode_steps(model, batch, kv_tokens)
+        if self.attn_groups > 1:
+            # data-parallel attention: each group's share, as decode_step takes it
+            g = self.attn_groups
+            mb = -(-batch // g)
+            kv = -(-np.asarray(kv_tokens, dtype=np.int64) // g)
+            seconds, joules = self.inner.decode_steps(self._shard(model), mb, kv)
+            extra_s = self.stage_comm_s(model, mb)
+            return seconds + extra_s, self.width * (joules + extra_s * self.inner.idle_power_w)
         seconds, joules = self.inner.decode_steps(self._shard(model), batch, kv_tokens)
         extra_s = self.stage_comm_s(model, batch)
         return seconds + extra_s, self.tp * (joules + extra_s * self.inner.idle_power_w)

@@ -106,3 +106,14 @@ def test_unmodelled_layouts_are_refused_naming_the_option(tp: int, ep: int) -> N
 def test_expert_parallel_on_a_dense_model_is_refused() -> None:
     with pytest.raises(SpecError, match=r"options\.expert_parallel"):
         shard_model(CAT.model("llama2-7b"), 1, 2)
+
+
+@pytest.mark.parametrize(("tp", "ep"), [(2, 2), (1, 2)])
+def test_expert_parallel_groups_answer_array_steps_as_the_scalar_steps(tp: int, ep: int) -> None:
+    m = moe_model("mixtral-8x7b")
+    group = ParallelGroup(_gpu(), tp, ep=ep, link=CAT.link("nvlink4"))  # type: ignore[arg-type]
+    kv = np.array([0, 33, 4000, 70001])
+    secs, joules = group.decode_steps(m, 24, kv)
+    for i, x in enumerate(kv):
+        c = group.decode_step(m, 24, int(x))
+        assert secs[i] == c.seconds and joules[i] == c.joules
