@@ -141,3 +141,12 @@ def test_a_malformed_moe_block_is_refused_naming_its_field() -> None:
         )
     with pytest.raises(SpecError, match=r"expert_parallel"):
         MoeSpec(n_experts=8, experts_per_token=2, expert_ffn_size=8, expert_parallel=3)
+
+
+def test_families_with_dense_only_shapes_refuse_moe_and_mla_models() -> None:
+    from simulations.core.devices.h2m2.shapes import LayerShapes
+
+    with pytest.raises(SpecError, match="H2M2"):
+        LayerShapes.of(moe_model("qwen3-30b-a3b"))
+    with pytest.raises(SpecError, match="H2M2"):
+        LayerShapes.of(moe_model("deepseek-v3"))
