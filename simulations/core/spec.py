@@ -564,6 +564,11 @@ class SlidingWindowSpec:
         check_count(f"{self.where}.layers", self.layers, maximum=10**6)
 
 
+#: The optional architecture blocks of a :class:`ModelSpec` (stored together as one JSON
+#: document by the database catalog).
+ARCHITECTURE_BLOCKS = ("moe", "mla", "sliding_window")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Shapes of a decoder-only LLM (MHA when ``n_kv_heads == n_heads``, else GQA/MQA).
@@ -654,6 +659,26 @@ class ModelSpec:
         except SpecError as exc:
             raise SpecError(path, exc.message) from exc
         return _replace(self, moe=moe)
+
+    def architecture(self) -> dict[str, dict[str, Any]]:
+        """The ``moe``, ``mla`` and ``sliding_window`` blocks as a JSON document (each
+        block's fields that differ from their defaults; empty for a dense GQA model):
+        ``ModelSpec(**plain fields, **architecture())`` gives this spec back."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in ARCHITECTURE_BLOCKS:
+            block = getattr(self, name)
+            if block is None:
+                continue
+            doc: dict[str, Any] = {}
+            for f in dataclasses.fields(block):
+                value = getattr(block, f.name)
+                if f.name == "where" or (
+                    f.default is not dataclasses.MISSING and value == f.default
+                ):
+                    continue
+                doc[f.name] = value
+            out[name] = doc
+        return out
 
     def kv_bytes_per_token(self, kv_bits: int) -> float:
         """Exact KV-cache bytes one token occupies: 2 × layers × KV heads × head dim × bytes;

@@ -150,3 +150,16 @@ def test_families_with_dense_only_shapes_refuse_moe_and_mla_models() -> None:
         LayerShapes.of(moe_model("qwen3-30b-a3b"))
     with pytest.raises(SpecError, match="H2M2"):
         LayerShapes.of(moe_model("deepseek-v3"))
+
+
+@pytest.mark.parametrize("slug", [*MOE_SLUGS, "llama2-7b"])
+def test_the_architecture_document_gives_the_spec_back(slug: str) -> None:
+    m = moe_model(slug)
+    doc = m.architecture()
+    plain = {
+        f.name: getattr(m, f.name)
+        for f in dataclasses.fields(m)
+        if f.name not in ("moe", "mla", "sliding_window")
+    }
+    assert ModelSpec(**plain, **doc) == m
+    assert (doc == {}) == (m.moe is None and m.mla is None and m.sliding_window is None)
