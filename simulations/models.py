@@ -39,7 +39,7 @@ from simulations.choices import (
 from simulations.core import scenario as scenario_rules
 from simulations.core.errors import SpecError
 from simulations.core.provenance import calibration_from_dict
-from simulations.core.spec import MAX_QUANTITY
+from simulations.core.spec import ARCHITECTURE_BLOCKS, MAX_QUANTITY
 from simulations.device_families import device_kind_choices, params_errors
 
 #: Largest model dimension (layers, hidden size, vocabulary, ...) the core accepts.
@@ -523,6 +523,13 @@ class LLMModel(CatalogItem):
         blank=True,
         help_text="The Hugging Face config.json this model was imported from (if any).",
     )
+    architecture = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Mixture-of-experts (moe), multi-head latent attention (mla) and "
+        "sliding-window blocks of the model (core ModelSpec.architecture()); empty for a "
+        "dense model.",
+    )
 
     class Meta(CatalogItem.Meta):
         verbose_name = "LLM model"
@@ -552,10 +559,18 @@ class LLMModel(CatalogItem):
         ]
 
     def clean(self) -> None:
-        """``n_kv_heads`` must divide ``n_heads``."""
+        """``n_kv_heads`` must divide ``n_heads``; ``architecture`` holds only the known
+        blocks, each an object."""
         super().clean()
         if self.n_heads and self.n_kv_heads and self.n_heads % self.n_kv_heads:
             raise ValidationError({"n_kv_heads": "Must divide the number of heads."})
+        arch = self.architecture
+        if not isinstance(arch, dict) or any(
+            k not in ARCHITECTURE_BLOCKS or not isinstance(v, dict) for k, v in arch.items()
+        ):
+            raise ValidationError(
+                {"architecture": f"Must map {', '.join(ARCHITECTURE_BLOCKS)} to objects."}
+            )
 
 
 # --- workloads -----------------------------------------------------------------------------

@@ -1,18 +1,10 @@
-"""The mixture-of-experts catalog models for the core's tests.
-
-Until the database catalog can store them (a late migration of this branch) the records sit
-in ``simulations/core/data/staged/``; this helper reads them over the built-in catalog.
-"""
+"""The mixture-of-experts catalog models for the core's tests (``data/models/moe.json``)."""
 
 from __future__ import annotations
 
-import json
-from functools import cache
-
-from simulations.core.catalog import DATA_DIR, Catalog, builtin_catalog, catalog_from_records
+from simulations.core.catalog import Catalog, builtin_catalog
 from simulations.core.spec import ModelSpec
 
-STAGED = DATA_DIR / "staged" / "moe_models.json"
 MOE_SLUGS = (
     "mixtral-8x7b",
     "mixtral-8x22b",
@@ -24,15 +16,11 @@ MOE_SLUGS = (
 )
 
 
-@cache
 def moe_catalog() -> Catalog:
-    """The built-in catalog with the mixture-of-experts models."""
-    base = builtin_catalog()
-    if STAGED.exists():
-        return catalog_from_records(models=json.loads(STAGED.read_text()), base=base)
-    return base
+    """The built-in catalog (it holds the mixture-of-experts models)."""
+    return builtin_catalog()
 
 
 def moe_model(slug: str) -> ModelSpec:
     """A catalog model by slug."""
-    return moe_catalog().model(slug)
+    return builtin_catalog().model(slug)
