@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from .devices import check_device
 from .errors import SpecError
-from .spec import DeviceSpec, LinkSpec, MemoryTier, ModelSpec, RuntimeProfile
+from .spec import CloudOffer, DeviceSpec, LinkSpec, MemoryTier, ModelSpec, RuntimeProfile
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -72,7 +72,8 @@ def model_from_dict(d: Mapping[str, Any]) -> ModelSpec:
 
 
 def iter_records(kind: str) -> Iterator[dict[str, Any]]:
-    """Raw records of ``kind`` (devices, runtimes or models), in file then list order."""
+    """Raw records of ``kind`` (devices, runtimes, models, links or prices), in file then
+    list order."""
     for path in sorted((DATA_DIR / kind).glob("*.json")):
         records = json.loads(path.read_text())
         if not isinstance(records, list):
@@ -91,6 +92,9 @@ class Catalog:
     #: Interconnects by slug (``nvlink4``, ``pcie5-x16`` …): the catalog's links unless
     #: given (the database stores none yet, so its catalog carries the shipped ones).
     links: Mapping[str, LinkSpec] = field(default_factory=lambda: _shipped_links())
+    #: Published cloud rental prices by offer slug (``data/prices/``), each naming its
+    #: device, source and date; shipped with the code, whatever the catalog's source.
+    cloud_offers: Mapping[str, CloudOffer] = field(default_factory=lambda: _shipped_cloud_offers())
 
     def device(self, slug: str) -> DeviceSpec:
         """The device ``slug``; SpecError naming it when unknown."""
@@ -164,6 +168,25 @@ def builtin_links() -> Mapping[str, LinkSpec]:
     for r in iter_records("links"):
         link = link_from_dict(r)
         out[link.slug] = link
+    return out
+
+
+def _shipped_cloud_offers() -> dict[str, CloudOffer]:
+    return dict(builtin_cloud_offers())
+
+
+@cache
+def builtin_cloud_offers() -> Mapping[str, CloudOffer]:
+    """The cloud rental prices shipped in ``data/prices/`` (loaded once per process)."""
+    out: dict[str, CloudOffer] = {}
+    for r in iter_records("prices"):
+        try:
+            offer = CloudOffer(**r)  # its notes are part of the offer (shown with the price)
+        except TypeError as exc:
+            raise SpecError(str(r.get("slug", "cloud offer")), str(exc)) from exc
+        if offer.slug in out:
+            raise SpecError(offer.slug, "two cloud offers share this slug")
+        out[offer.slug] = offer
     return out
 
 

@@ -670,7 +670,7 @@ def parse_scenario(
     for i, entry in enumerate(raw_systems or ()):
         systems.append(_system(errs, i, entry, catalog, names, head.model))
     slo = _slo(errs, doc.get("slo"))
-    costs = parse_costs(errs, "costs", doc.get("costs"), catalog.devices)
+    costs = parse_costs(errs, "costs", doc.get("costs"), catalog.devices, catalog.cloud_offers)
     capacity = _capacity(errs, doc.get("capacity"), slo)
     if errs:
         raise ScenarioValidationError(errs.by_path)

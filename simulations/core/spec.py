@@ -905,7 +905,8 @@ class CostSpec:
     (fraction of the year the system serves at the simulated load) default to 1.
     Hosting is either ``hosting_usd_per_device_year`` or ``hosting_fraction_of_capex``
     (per year), never both. ``cloud_usd_per_device_hour`` maps a device slug to a rental
-    price that replaces its capex, hosting and energy.
+    price that replaces its capex, hosting and energy: a number, or a catalog cloud offer
+    (:class:`CloudOffer`) by reference, kept in ``cloud_offer_refs``.
     """
 
     electricity_usd_per_kwh: float
@@ -915,6 +916,14 @@ class CostSpec:
     hosting_usd_per_device_year: float = 0.0
     hosting_fraction_of_capex: float = 0.0
     cloud_usd_per_device_hour: Mapping[str, float] = field(default_factory=dict)
+    #: Device slug -> the catalog cloud offer its price was taken from (``slug``, or
+    #: ``slug@low``/``slug@high`` of a range); devices priced by a number are absent.
+    cloud_offer_refs: Mapping[str, str] = field(default_factory=dict)
+    #: Device slug -> where its price comes from (offer, provider, date, source; or "given
+    #: in costs"), shown with the TCO breakdown. No part in equality.
+    cloud_price_sources: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=dict, compare=False, hash=False
+    )
 
     def as_document(self) -> dict[str, Any]:
         """The ``costs`` object of a document (parsing it again gives an equal spec)."""
@@ -929,8 +938,68 @@ class CostSpec:
         else:
             doc["hosting_usd_per_device_year"] = self.hosting_usd_per_device_year
         if self.cloud_usd_per_device_hour:
-            doc["cloud_usd_per_device_hour"] = dict(self.cloud_usd_per_device_hour)
+            doc["cloud_usd_per_device_hour"] = {
+                slug: self.cloud_offer_refs.get(slug, price)
+                for slug, price in self.cloud_usd_per_device_hour.items()
+            }
         return doc
+
+
+@dataclass(frozen=True, slots=True)
+class CloudOffer:
+    """A published cloud rental price of one catalog device (``data/prices/*.json``).
+
+    ``usd_per_device_hour_low``/``_high`` are equal when the source quotes one price and
+    bound a range when it quotes one (a tier of providers); a ``costs`` object names a
+    single-price offer by its slug and a range by ``slug@low`` or ``slug@high`` — the
+    catalog never picks a point inside a range. ``as_of`` is the date the source gives
+    its price (prices change; a stale one is visible), ``source`` where it comes from.
+    """
+
+    slug: str
+    device: str
+    provider: str
+    usd_per_device_hour_low: float
+    usd_per_device_hour_high: float
+    as_of: str
+    source: str
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        check_positive(f"{self.slug}.usd_per_device_hour_low", self.usd_per_device_hour_low)
+        check_positive(f"{self.slug}.usd_per_device_hour_high", self.usd_per_device_hour_high)
+        if self.usd_per_device_hour_high < self.usd_per_device_hour_low:
+            raise SpecError(
+                f"{self.slug}.usd_per_device_hour_high", "must not be below the low price"
+            )
+        for name in ("slug", "device", "provider", "as_of", "source"):
+            if not getattr(self, name):
+                raise SpecError(f"{self.slug or 'cloud offer'}.{name}", "is required")
+
+    @property
+    def is_range(self) -> bool:
+        """True when the source quotes a range, not one price."""
+        return self.usd_per_device_hour_high != self.usd_per_device_hour_low
+
+    def price(self, end: str | None) -> float:
+        """The price a reference names: ``None`` for a single-price offer, ``"low"`` or
+        ``"high"`` for an end of the range."""
+        if end == "high":
+            return self.usd_per_device_hour_high
+        return self.usd_per_device_hour_low
+
+    def as_document(self) -> dict[str, Any]:
+        """The offer as the API and pages show it."""
+        return {
+            "slug": self.slug,
+            "device": self.device,
+            "provider": self.provider,
+            "usd_per_device_hour_low": self.usd_per_device_hour_low,
+            "usd_per_device_hour_high": self.usd_per_device_hour_high,
+            "as_of": self.as_of,
+            "source": self.source,
+            "notes": self.notes,
+        }
 
 
 @dataclass(frozen=True, slots=True)

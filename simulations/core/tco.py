@@ -31,7 +31,7 @@ from typing import Any
 
 from simulations.core.json_fields import Errors, key_path, read_mapping, reject_unknown_keys
 from simulations.core.json_fields import type_name as _type_name
-from simulations.core.spec import CostSpec, SystemSpec
+from simulations.core.spec import CloudOffer, CostSpec, SystemSpec
 
 #: Hours in the accounting year.
 HOURS_PER_YEAR = 8760.0
@@ -96,11 +96,16 @@ def _number(
 
 
 def parse_costs(
-    errs: Errors, path: str, value: Any, device_slugs: Mapping[str, Any]
+    errs: Errors,
+    path: str,
+    value: Any,
+    device_slugs: Mapping[str, Any],
+    offers: Mapping[str, CloudOffer] | None = None,
 ) -> CostSpec | None:
     """The ``costs`` object at ``path`` (``None`` when absent or invalid; problems go to
     ``errs``, each naming its field). ``device_slugs``: the catalog's devices, which the
-    cloud prices must name."""
+    cloud prices must name; ``offers``: the catalog's cloud offers, which a price given as
+    a string (``"aws-p4d-24xlarge"``, ``"hyperscaler-h100-2026-05@high"``) refers to."""
     if value is None:
         return None
     obj = read_mapping(errs, path, value)
@@ -158,6 +163,8 @@ def parse_costs(
             "of capex, not both",
         )
     cloud: dict[str, float] = {}
+    refs: dict[str, str] = {}
+    sources: dict[str, dict[str, Any]] = {}
     cloud_path = key_path(path, "cloud_usd_per_device_hour")
     raw_cloud = obj.get("cloud_usd_per_device_hour")
     if raw_cloud is not None:
@@ -170,6 +177,20 @@ def parse_costs(
                 if slug not in device_slugs:
                     errs.add(p, f"unknown device {slug!r}")
                     continue
+                if isinstance(price, str):
+                    offered = _offer_price(errs, p, str(slug), price, offers or {})
+                    if offered is not None:
+                        offer = (offers or {})[price.partition("@")[0]]
+                        cloud[str(slug)] = offered
+                        refs[str(slug)] = price
+                        sources[str(slug)] = {
+                            "usd_per_device_hour": offered,
+                            "offer": price,
+                            "provider": offer.provider,
+                            "as_of": offer.as_of,
+                            "source": offer.source,
+                        }
+                    continue
                 v = _number(
                     errs,
                     p,
@@ -180,6 +201,7 @@ def parse_costs(
                 )
                 if v is not None:
                     cloud[str(slug)] = v
+                    sources[str(slug)] = {"usd_per_device_hour": v, "source": "given in costs"}
     if len(errs.by_path) != before:
         return None
     assert elec is not None and years is not None and pue is not None and util is not None
@@ -192,7 +214,38 @@ def parse_costs(
         hosting_usd_per_device_year=hosting,
         hosting_fraction_of_capex=fraction,
         cloud_usd_per_device_hour=cloud,
+        cloud_offer_refs=refs,
+        cloud_price_sources=sources,
     )
+
+
+def _offer_price(
+    errs: Errors, path: str, device: str, ref: str, offers: Mapping[str, CloudOffer]
+) -> float | None:
+    """The price the reference ``ref`` (``offer`` or ``offer@low``/``offer@high``) names
+    for ``device``, or ``None`` with the problem in ``errs``."""
+    slug, _, end = ref.partition("@")
+    offer = offers.get(slug)
+    for_device = sorted(o.slug for o in offers.values() if o.device == device)
+    listed = f"; offers for {device}: {', '.join(for_device)}" if for_device else ""
+    if offer is None:
+        errs.add(path, f"unknown cloud offer {slug!r}{listed}")
+        return None
+    if offer.device != device:
+        errs.add(path, f"cloud offer {slug!r} prices {offer.device}, not {device}{listed}")
+        return None
+    if end and end not in ("low", "high"):
+        errs.add(path, f"{ref!r}: after '@' give low or high")
+        return None
+    if offer.is_range and not end:
+        errs.add(
+            path,
+            f"cloud offer {slug!r} is a range (${offer.usd_per_device_hour_low:g}–"
+            f"${offer.usd_per_device_hour_high:g} per device-hour): name {slug}@low or "
+            f"{slug}@high",
+        )
+        return None
+    return offer.price(end or None)
 
 
 def tco_fields(system: SystemSpec, result: Mapping[str, Any], costs: CostSpec) -> dict[str, Any]:
@@ -241,6 +294,11 @@ def tco_fields(system: SystemSpec, result: Mapping[str, Any], costs: CostSpec) -
         "energy_kwh_per_year": energy_kwh,
         "tokens_per_year": tokens_per_year,
         "costs": costs.as_document(),
+        "cloud_prices": {
+            slug: dict(costs.cloud_price_sources.get(slug, {"usd_per_device_hour": price}))
+            for slug, price in costs.cloud_usd_per_device_hour.items()
+            if any(p.device.slug == slug for p in system.devices)
+        },
         "devices_without_price": unpriced,
         "unavailable_reason": None,
     }

@@ -191,3 +191,70 @@ def test_costs_round_trip_through_the_document() -> None:
     again = parse_scenario(scenario_to_document(spec), CATALOG)
     assert again.costs == spec.costs
     assert again.costs is not None and again.costs.hosting_usd_per_device_year == 1200
+
+
+# --- cloud prices from the catalog -----------------------------------------------------------
+
+
+def test_every_catalog_cloud_offer_names_a_catalog_device_a_date_and_a_source() -> None:
+    assert CATALOG.cloud_offers
+    for offer in CATALOG.cloud_offers.values():
+        assert offer.device in CATALOG.devices, offer.slug
+        assert offer.as_of and offer.source.count("http") >= 1, offer.slug
+        assert 0 < offer.usd_per_device_hour_low <= offer.usd_per_device_hour_high
+
+
+def test_a_cloud_price_may_name_a_catalog_offer_and_the_result_says_where_it_comes_from() -> None:
+    offer = CATALOG.cloud_offers["specialty-a100-80gb-2026-05"]
+    costs = {
+        "electricity_usd_per_kwh": 0.1,
+        "amortisation_years": 3,
+        "cloud_usd_per_device_hour": {"a100-80gb": "specialty-a100-80gb-2026-05@high"},
+    }
+    entry = _run(_doc(costs))["systems"][0]
+    numeric = {**costs, "cloud_usd_per_device_hour": {"a100-80gb": offer.usd_per_device_hour_high}}
+    _check_arithmetic(entry, numeric, rented={"a100-80gb"})
+    source = entry["tco"]["cloud_prices"]["a100-80gb"]
+    assert source["usd_per_device_hour"] == offer.usd_per_device_hour_high == 1.5
+    assert (source["offer"], source["as_of"]) == ("specialty-a100-80gb-2026-05@high", "2026-05")
+    assert "mercatus" in source["source"]
+    # the low end of the same range costs less
+    costs["cloud_usd_per_device_hour"] = {"a100-80gb": "specialty-a100-80gb-2026-05@low"}
+    low = _run(_doc(costs))["systems"][0]
+    assert low["tco_usd_per_year"] < entry["tco_usd_per_year"]
+
+
+def test_a_number_given_as_a_cloud_price_is_labelled_as_given() -> None:
+    costs = {**COSTS, "cloud_usd_per_device_hour": {"a100-80gb": 2.5}}
+    entry = _run(_doc(costs))["systems"][0]
+    assert entry["tco"]["cloud_prices"] == {
+        "a100-80gb": {"usd_per_device_hour": 2.5, "source": "given in costs"}
+    }
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        ("no-such-offer", "unknown cloud offer"),
+        ("aws-p4d-24xlarge", "prices a100-40gb, not a100-80gb"),
+        ("hyperscaler-a100-80gb-2026-05", "is a range"),
+        ("hyperscaler-a100-80gb-2026-05@mid", "give low or high"),
+    ],
+)
+def test_it_refuses_a_cloud_offer_that_does_not_price_the_device(ref: str, message: str) -> None:
+    costs = {**COSTS, "cloud_usd_per_device_hour": {"a100-80gb": ref}}
+    errors = _errors(_doc(costs))["costs.cloud_usd_per_device_hour.a100-80gb"]
+    assert any(message in e for e in errors), errors
+    if "range" not in message and "low or high" not in message:
+        # a wrong offer's message lists what the device can be rented at
+        assert any("specialty-a100-80gb-2026-05" in e for e in errors), errors
+
+
+def test_a_cloud_offer_reference_round_trips_through_the_document() -> None:
+    costs = {**COSTS, "cloud_usd_per_device_hour": {"a100-80gb": "specialty-a100-80gb-2026-05@low"}}
+    spec = parse_scenario(_doc(costs), CATALOG)
+    doc = scenario_to_document(spec)
+    assert doc["costs"]["cloud_usd_per_device_hour"] == {
+        "a100-80gb": "specialty-a100-80gb-2026-05@low"
+    }
+    assert parse_scenario(doc, CATALOG).costs == spec.costs

@@ -775,7 +775,7 @@ def parse_plan(
             policies = _policy_entries(errs, obj.get("policies"), devices, by_slug)
     constraints = _constraints(errs, doc.get("constraints"))
     search = _search(errs, doc.get("search"))
-    costs = parse_costs(errs, "costs", doc.get("costs"), catalog.devices)
+    costs = parse_costs(errs, "costs", doc.get("costs"), catalog.devices, catalog.cloud_offers)
     objective = doc.get("objective", "capex")
     if objective not in OBJECTIVES:
         errs.add("objective", f"must be one of: {', '.join(OBJECTIVES)}")
