@@ -51,6 +51,8 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+
 from .errors import SpecError
 from .spec import FfnKind, ModelSpec, MoeSpec, RuntimeProfile, check_count
 
@@ -298,6 +300,8 @@ class _Shapes:
     moe_layers: int
     moe: MoeSpec | None
     expert_bytes: float  # bytes per routed-expert weight (0: the stack's precision)
+    window: int = 0  # sliding window (tokens) of the windowed layers; 0: none
+    window_layers: int = 0
 
 
 @lru_cache(maxsize=256)
@@ -330,6 +334,8 @@ def _shapes(model: ModelSpec, absorbed: bool = False) -> _Shapes:
         moe_layers=model.moe_layers,
         moe=moe,
         expert_bytes=expert_bytes,
+        window=model.sliding_window.window_tokens if model.sliding_window else 0,
+        window_layers=model.sliding_window.layers if model.sliding_window else 0,
     )
     mla = model.mla
     if mla is None:
@@ -599,11 +605,12 @@ def _layer_ops(
     kv_read_tokens: int,
     prec: Precision,
     fused: bool,
+    window_counts: tuple[int, int] | None = None,
 ) -> list[Op]:
     """The operators of one layer for a pass of ``tokens`` new tokens."""
     return [
         *_pre_attention_ops(s, tokens, prec),
-        *_attention_ops(s, tokens, attended, kv_read_tokens, prec, fused),
+        *_attention_ops(s, tokens, attended, kv_read_tokens, prec, fused, window_counts),
         *_post_attention_ops(s, tokens, prec),
     ]
 
@@ -682,9 +689,51 @@ def _attention_ops(
     kv_read_tokens: int,
     prec: Precision,
     fused: bool,
+    window_counts: tuple[int, int] | None = None,
 ) -> list[Op]:
-    """A layer's attention: the only operators whose work depends on the cached tokens."""
-    n_l, t, p = s.n_layers, tokens, attended
+    """A layer's attention: the only operators whose work depends on the cached tokens.
+
+    A model with sliding-window layers (fused attention only: an eager stack computes the
+    full masked product) runs its full-attention layers over ``attended`` / ``kv_read_tokens``
+    and its windowed layers (operators suffixed ``_swa``) over ``window_counts`` — the pairs
+    and cached tokens within the window (default: the same counts, an upper bound)."""
+    if not (s.window_layers and fused):
+        return _attention_block(s, tokens, attended, kv_read_tokens, prec, fused, s.n_layers, "")
+    wp, wkv = window_counts if window_counts is not None else (attended, kv_read_tokens)
+    full = s.n_layers - s.window_layers
+    ops = (
+        _attention_block(s, tokens, attended, kv_read_tokens, prec, fused, full, "") if full else []
+    )
+    return ops + _attention_block(s, tokens, wp, wkv, prec, fused, s.window_layers, "_swa")
+
+
+def window_pairs(length: int, cached: int, window: int) -> tuple[int, int]:
+    """(query-key pairs, cached tokens read) of ``length`` new tokens after ``cached`` ones
+    of one sequence when each query sees at most the last ``window`` positions (itself
+    included): ``Σ_{j=1..length} min(cached + j, window)`` and ``min(cached + length,
+    window − 1 + length)``."""
+    total = cached + length
+    if total <= window:
+        pairs = length * cached + length * (length + 1) // 2
+    elif cached >= window:
+        pairs = length * window
+    else:
+        ramp = window - cached  # queries still below the window
+        pairs = ramp * cached + ramp * (ramp + 1) // 2 + (length - ramp) * window
+    return pairs, min(total, window - 1 + length)
+
+
+def _attention_block(
+    s: _Shapes,
+    tokens: int,
+    attended: int,
+    kv_read_tokens: int,
+    prec: Precision,
+    fused: bool,
+    n_l: int,
+    suffix: str,
+) -> list[Op]:
+    t, p = tokens, attended
     a = prec.a
     ops: list[Op] = []
     if s.kv_up is not None:
@@ -693,7 +742,7 @@ def _attention_ops(
         lat, out = s.kv_up
         ops.append(
             Op(
-                "kv_b_proj",
+                "kv_b_proj" + suffix,
                 OpKind.GEMM,
                 n_l,
                 2.0 * kv_read_tokens * lat * out,
@@ -717,28 +766,62 @@ def _attention_ops(
         kv_bytes = k_read if s.kv_shared else k_read + v_read
         ops.append(
             Op(
-                "attention",
+                "attention" + suffix,
                 OpKind.ATTENTION,
                 n_l,
                 qk_flops + av_flops + _SOFTMAX_OPS * s.n_heads * p,
                 act_read_bytes=q_bytes + kv_bytes if s.kv_act else q_bytes,
                 act_write_bytes=out_bytes,
                 kv_read_bytes=0.0 if s.kv_act else kv_bytes,
+                # a windowed layer's own pairs (the pass's count is the full layers')
+                rows=p if suffix else 0,
             )
         )
         return ops
     scores = s.n_heads * p * a
     if s.kv_act:
         ops += [
-            Op("attn_score", OpKind.ATTN_SCORE, n_l, qk_flops, 0.0, q_bytes + k_read, scores),
-            Op("softmax", OpKind.SOFTMAX, n_l, _SOFTMAX_OPS * s.n_heads * p, 0.0, scores, scores),
-            Op("attn_value", OpKind.ATTN_VALUE, n_l, av_flops, 0.0, scores + v_read, out_bytes),
+            Op(
+                "attn_score" + suffix,
+                OpKind.ATTN_SCORE,
+                n_l,
+                qk_flops,
+                0.0,
+                q_bytes + k_read,
+                scores,
+            ),
+            Op(
+                "softmax" + suffix,
+                OpKind.SOFTMAX,
+                n_l,
+                _SOFTMAX_OPS * s.n_heads * p,
+                0.0,
+                scores,
+                scores,
+            ),
+            Op(
+                "attn_value" + suffix,
+                OpKind.ATTN_VALUE,
+                n_l,
+                av_flops,
+                0.0,
+                scores + v_read,
+                out_bytes,
+            ),
         ]
         return ops
     ops += [
-        Op("attn_score", OpKind.ATTN_SCORE, n_l, qk_flops, 0.0, q_bytes, scores, k_read),
-        Op("softmax", OpKind.SOFTMAX, n_l, _SOFTMAX_OPS * s.n_heads * p, 0.0, scores, scores),
-        Op("attn_value", OpKind.ATTN_VALUE, n_l, av_flops, 0.0, scores, out_bytes, v_read),
+        Op("attn_score" + suffix, OpKind.ATTN_SCORE, n_l, qk_flops, 0.0, q_bytes, scores, k_read),
+        Op(
+            "softmax" + suffix,
+            OpKind.SOFTMAX,
+            n_l,
+            _SOFTMAX_OPS * s.n_heads * p,
+            0.0,
+            scores,
+            scores,
+        ),
+        Op("attn_value" + suffix, OpKind.ATTN_VALUE, n_l, av_flops, 0.0, scores, out_bytes, v_read),
     ]
     return ops
 
@@ -978,8 +1061,11 @@ def _prefill_cached(
     s = _shapes(model)
     tokens = sum(lens)
     attended = sum(x * (x + 1) // 2 for x in lens) if fused else sum(x * x for x in lens)
+    window = None
+    if s.window_layers and fused:
+        window = (sum(window_pairs(x, 0, s.window)[0] for x in lens), tokens)
     emb, fnorm, lm = _model_ops(s, tokens, len(lens), prec)
-    ops = (emb, *_layer_ops(s, tokens, attended, tokens, prec, fused), fnorm, lm)
+    ops = (emb, *_layer_ops(s, tokens, attended, tokens, prec, fused, window), fnorm, lm)
     return PhaseGraph(Phase.PREFILL, ops, s.n_layers, tokens, len(lens), attended, tokens)
 
 
@@ -1054,8 +1140,21 @@ class DecodeFrame:
     def attention(self, kv_tokens: int) -> tuple[Op, ...]:
         """The attention operators of the step that starts with ``kv_tokens`` cached."""
         attended = kv_tokens + self.batch
+        s = self.shapes
+        window = None
+        if s.window_layers and self.fused:
+            # each sequence attends to at most the window: Σ min(c_i + 1, W) ≤ min(Σ, B·W)
+            # (an upper bound; the step sees the batch's total only). np.minimum: the
+            # vectorised steps pass arrays of cached-token counts.
+            cap = self.batch * s.window
+            w = (
+                np.minimum(attended, cap)
+                if isinstance(attended, np.ndarray)
+                else min(attended, cap)
+            )
+            window = (w, w)
         return tuple(
-            _attention_ops(self.shapes, self.batch, attended, attended, self.prec, self.fused)
+            _attention_ops(s, self.batch, attended, attended, self.prec, self.fused, window)
         )
 
     def graph(self, kv_tokens: int) -> PhaseGraph:
@@ -1109,6 +1208,20 @@ def kv_cache_bytes(model: ModelSpec, tokens: int, kv_bits: int) -> float:
 # --- mixed iterations (chunked prefill) -------------------------------------------------------
 
 
+def mixed_window_counts(
+    batch: int, kv_tokens: int, chunks: Sequence[tuple[int, int]], window: int
+) -> tuple[int, int]:
+    """``(attended, kv_read)`` of a mixed iteration's sliding-window layers: the decode
+    tokens' ``min(kv + B, B·W)`` (an upper bound, as a decode step's) plus each chunk's
+    :func:`window_pairs`."""
+    attended = kv_read = min(kv_tokens + batch, batch * window)
+    for c, o in chunks:
+        p, kv = window_pairs(c, o, window)
+        attended += p
+        kv_read += kv
+    return attended, kv_read
+
+
 def mixed_counts(
     batch: int, kv_tokens: int, chunks: Sequence[tuple[int, int]], fused: bool
 ) -> tuple[int, int, int, int]:
@@ -1145,10 +1258,15 @@ class MixedFrame:
     head_terms: tuple[tuple[float, ...], ...]
     tail_terms: tuple[tuple[float, ...], ...]
 
-    def attention(self, attended: int, kv_read: int) -> tuple[Op, ...]:
-        """The attention operators of the pass."""
+    def attention(
+        self, attended: int, kv_read: int, window_counts: tuple[int, int] | None = None
+    ) -> tuple[Op, ...]:
+        """The attention operators of the pass (``window_counts``: the windowed layers'
+        pairs and cached tokens, :func:`mixed_window_counts`)."""
         return tuple(
-            _attention_ops(self.shapes, self.tokens, attended, kv_read, self.prec, self.fused)
+            _attention_ops(
+                self.shapes, self.tokens, attended, kv_read, self.prec, self.fused, window_counts
+            )
         )
 
     def graph(self, attended: int, kv_read: int) -> PhaseGraph:

@@ -29,6 +29,7 @@ from simulations.core.graph import (
     decode_graph,
     mixed_counts,
     mixed_frame,
+    mixed_window_counts,
     moe_ops,
     prefill_graph,
 )
@@ -189,6 +190,10 @@ class _MixedLin:
     #: A mixture of experts' routed-expert GEMMs are costed exactly per token count (their
     #: touched experts saturate: not affine), added to the ``by_tokens`` part.
     moe_model: ModelSpec | None = None
+    #: The sliding-window layers' attention rows (evaluated at the window's counts) and
+    #: the window (tokens; 0: none).
+    attention_win: tuple[_Row, ...] = ()
+    window: int = 0
 
 
 def _rows_cost(
@@ -474,6 +479,17 @@ class GpuModel(DeviceModel):
                 lin.n_memo.clear()
             part_n = lin.n_memo[sequences] = _rows_cost(lin.by_seqs, x, per_op)
         part_a = _rows_cost(lin.attention, x, per_op)
+        if lin.window:
+            wp, wkv = mixed_window_counts(batch, kv_tokens, chunks, lin.window)
+            part_w = _rows_cost(lin.attention_win, (1, tokens, sequences, wp, wkv), per_op)
+            part_a = (
+                part_a[0] + part_w[0],
+                part_a[1] + part_w[1],
+                part_a[2] + part_w[2],
+                part_a[3] + part_w[3],
+                part_a[4] + part_w[4],
+                max(part_a[5], part_w[5]),
+            )
         workspace = max(part_t[5], part_n[5], part_a[5])
         needed = lin.weights + (lin.kv_per_token * kv_read if self.counts_kv else 0.0) + workspace
         if needed > self.device.memory_capacity_bytes:
@@ -831,7 +847,10 @@ class GpuModel(DeviceModel):
             ops = [
                 (op, "graph") for op in (*frame.head, *frame.tail) if op.name not in NONLINEAR_OPS
             ]
-            ops += [(op, "attn") for op in frame.attention(p, kv)]
+            ops += [
+                (op, "attn_w" if op.name.endswith("_swa") else "attn")
+                for op in frame.attention(p, kv)
+            ]
             if self.kernels is not None:
                 k = self.kernels
                 per_op = max(per_op, k.floor_s)
@@ -872,10 +891,12 @@ class GpuModel(DeviceModel):
                 const = v0 - sum(dj * bj for dj, bj in zip(d, base[1:], strict=True))
                 coefs.append((const, *d))
             rows.append((coefs[0], coefs[1], coefs[2], coefs[3], coefs[4], table[0][i][5]))
-        by_tokens, by_seqs, attention = [], [], []
+        by_tokens, by_seqs, attention, attention_win = [], [], [], []
         for row, kind in zip(rows, kinds, strict=True):
             if kind == "attn":
                 attention.append(row)
+            elif kind == "attn_w":
+                attention_win.append(row)
             elif any(abs(c[2]) > 0.0 for c in row[:5]):
                 by_seqs.append(row)  # the final norm, the LM head, the sampler
             else:
@@ -892,6 +913,12 @@ class GpuModel(DeviceModel):
             t_memo={},
             n_memo={},
             moe_model=model if model.moe is not None else None,
+            attention_win=tuple(attention_win),
+            window=(
+                model.sliding_window.window_tokens
+                if model.sliding_window is not None and attention_win
+                else 0
+            ),
         )
         self._last_lin = (model, lin)
         return lin

@@ -279,8 +279,10 @@ def op_features(
     if cls is KernelClass.GEMM:
         x_gemm = flops / op.rows
     elif cls is KernelClass.ATTN_PREFILL:
-        if attended > 0:
-            x_attn = (flops / attended) * tokens / 2.0
+        # a sliding-window layer's operator carries its own pair count in ``rows``
+        pairs = op.rows or attended
+        if pairs > 0:
+            x_attn = (flops / pairs) * tokens / 2.0
     elif cls is KernelClass.ATTN_DECODE:
         fixed = 1.0
     return cls, flops, x_gemm, x_attn, op.bytes, fixed

@@ -70,6 +70,16 @@ CASES = [
         id="chunked-skewed",
     ),
     pytest.param(
+        "gpt-oss-20b",
+        SystemSpec(
+            "sliding-window-chunked",
+            "homogeneous",
+            (_gpu("h100-sxm", 1),),
+            {"max_batch": 64, "chunked_prefill": True, "max_batched_tokens": 512},
+        ),
+        id="sliding-window-chunked",
+    ),
+    pytest.param(
         "qwen3-30b-a3b",
         SystemSpec(
             "offload",
