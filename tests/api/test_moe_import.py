@@ -60,3 +60,25 @@ def test_the_seeded_catalog_holds_the_moe_models(catalog: Any) -> None:
     spec = model_spec(_model("qwen3-235b-a22b"))
     assert spec.moe is not None and spec.moe.n_experts == 128
     assert model_spec(_model("deepseek-v3")).mla is not None
+
+
+def test_a_moe_model_reads_back_over_the_api_and_copies_whole(
+    carol: APIClient, catalog: Any
+) -> None:
+    record = carol.get("/api/models/deepseek-v3/").json()
+    assert record["moe"]["n_experts"] == 256 and record["mla"]["kv_lora_rank"] == 512
+    assert carol.get("/api/models/llama2-7b/").json()["moe"] is None
+    for key in ("id", "created_at", "updated_at"):
+        record.pop(key)
+    record.update(slug="dsv3-copy")
+    created = carol.post("/api/models/", record, format="json")
+    assert created.status_code == 201, created.json()
+    copy, original = model_spec(_model("dsv3-copy")), model_spec(_model("deepseek-v3"))
+    assert (copy.moe, copy.mla, copy.n_layers) == (original.moe, original.mla, 61)
+    bad = carol.post(
+        "/api/models/",
+        {**record, "slug": "bad-copy", "moe": {**record["moe"], "experts_per_token": 999}},
+        format="json",
+    )
+    assert bad.status_code == 400 and "experts_per_token" in str(bad.json())
+    assert _model("bad-copy") is None
