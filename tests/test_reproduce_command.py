@@ -88,13 +88,13 @@ def test_strict_exits_1_naming_the_misses_without_a_traceback() -> None:
 
 
 def test_strict_exits_0_when_every_check_is_within(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cmd, "reproduce", lambda paper: fake(paper))
+    monkeypatch.setattr(cmd, "reproduce", lambda paper, **_: fake(paper))
     _, status = run("neo", "--strict")
     assert status == 0
 
 
 def test_json_prints_the_summary_by_basis_on_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cmd, "reproduce", lambda paper: fake(paper))
+    monkeypatch.setattr(cmd, "reproduce", lambda paper, **_: fake(paper))
     out, err, _ = run_err("all", "--format", "json")
     json.loads(out)  # stdout stays one JSON document
     assert "Summary by basis" in err
@@ -113,7 +113,7 @@ def test_table_groups_checks_by_basis_under_the_predictions_headline(
         {**base, "id": "h2m2.fig1.fitted", "basis": "calibration", "basis_why": "fit X"},
         {**base, "id": "h2m2.fig1.echo", "basis": "input", "basis_why": "catalog Y"},
     ]
-    monkeypatch.setattr(cmd, "reproduce", lambda paper: doc)
+    monkeypatch.setattr(cmd, "reproduce", lambda paper, **_: doc)
     out, status = run("h2m2")
     assert status == 0
     lines = out.splitlines()
@@ -143,7 +143,7 @@ def test_table_fits_eighty_columns_and_shows_every_check() -> None:
 
 
 def test_all_prints_a_list_of_per_paper_documents(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cmd, "reproduce", lambda paper: fake(paper))
+    monkeypatch.setattr(cmd, "reproduce", lambda paper, **_: fake(paper))
     out, status = run("all", "--format", "json")
     assert status == 0
     docs = json.loads(out)
@@ -151,7 +151,7 @@ def test_all_prints_a_list_of_per_paper_documents(monkeypatch: pytest.MonkeyPatc
 
 
 def test_non_finite_values_print_as_null_and_miss(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cmd, "reproduce", lambda paper: fake(paper, ok=False))
+    monkeypatch.setattr(cmd, "reproduce", lambda paper, **_: fake(paper, ok=False))
     out, status = run("neo", "--format", "json")
     assert json.loads(out)["checks"][0]["simulated"] is None
     assert status == 0
@@ -161,7 +161,7 @@ def test_non_finite_values_print_as_null_and_miss(monkeypatch: pytest.MonkeyPatc
 def test_table_marks_failures_and_wraps_notes(monkeypatch: pytest.MonkeyPatch) -> None:
     doc = fake("h2m2", ok=False)
     doc["checks"][0]["note"] = "a long explanation " * 20
-    monkeypatch.setattr(cmd, "reproduce", lambda paper: doc)
+    monkeypatch.setattr(cmd, "reproduce", lambda paper, **_: doc)
     out, _ = run("h2m2")
     assert " NO" in out and "n/a" in out
     assert max(len(line) for line in out.splitlines()) <= 80
@@ -193,3 +193,19 @@ def test_command_line_exits_0_on_misses_and_1_with_strict_without_a_traceback() 
     strict = command("--strict")
     assert strict.returncode == 1
     assert "outside tolerance" in strict.stderr and "Traceback" not in strict.stderr
+
+
+def test_jobs_reach_the_reproduction_and_zero_is_rejected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[int] = []
+
+    def spy(paper: str, *, jobs: int = 1) -> dict[str, Any]:
+        seen.append(jobs)
+        return fake(paper)
+
+    monkeypatch.setattr(cmd, "reproduce", spy)
+    run_err("neo", "--format", "json", "--jobs", "3")
+    assert seen == [3]
+    with pytest.raises(CommandError, match="--jobs"):
+        call_command("reproduce", "neo", "--jobs", "0")

@@ -46,12 +46,16 @@ def source_for(sources: dict[str, Any], path: str) -> str:
 
 
 def test_there_are_catalog_files_of_every_kind() -> None:
-    assert {p.parent.name for p in FILES} == {"devices", "runtimes", "models", "links"}
+    assert {p.parent.name for p in FILES} == {"devices", "runtimes", "models", "links", "prices"}
 
 
 @pytest.mark.parametrize(("path", "index", "record"), RECORDS)
 def test_every_number_has_a_non_empty_source(path: Path, index: int, record: dict) -> None:
     sources = record.get("sources", {})
+    if path.parent.name == "prices":
+        # a cloud offer quotes one source, with its date, for its low and high price
+        assert record["source"].strip() and record["as_of"].strip()
+        sources = {k: record["source"] for k in record if k.startswith("usd_")}
     body = {k: v for k, v in record.items() if k not in ("sources", "notes")}
     missing = [leaf for leaf in numeric_leaves(body, "") if not source_for(sources, leaf)]
     assert missing == [], f"{path.name} record {index} has unsourced numbers: {missing}"
@@ -70,6 +74,7 @@ def test_every_record_builds_a_valid_spec_and_slugs_are_unique() -> None:
     assert len(cat.runtimes) == len(seen["runtimes"])
     assert len(cat.models) == len(seen["models"])
     assert len(cat.links) == len(seen["links"])
+    assert len(cat.cloud_offers) == len(seen["prices"])
 
 
 @pytest.mark.parametrize(

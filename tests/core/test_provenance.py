@@ -117,3 +117,22 @@ def test_every_device_entry_of_a_simulated_result_carries_its_provenance() -> No
     for s in result["systems"]:
         for d in s["devices"]:
             assert d["calibration_note"].startswith(d["runtime"] + ":")
+
+
+def test_a_rocm_stack_on_amd_instinct_is_labelled_derived_not_transferred() -> None:
+    """The ROCm profiles carry the NVIDIA fit over unchanged: a planner sees that nothing
+    measured them, where vllm-fp16 on the same device would read as a transfer."""
+    for slug, base in (("rocm-vllm-fp16", "vllm-fp16"), ("rocm-vllm-fp8", "vllm-fp8")):
+        rocm, nvidia = CAT.runtime(slug), CAT.runtime(base)
+        assert (rocm.compute_eff, rocm.bw_eff, rocm.params) == (
+            nvidia.compute_eff,
+            nvidia.bw_eff,
+            nvidia.params,
+        )
+        out = device_calibration("mi300x", "llama3.1-8b", rocm)
+        assert out["calibration"] == "derived", slug
+        assert "Uncalibrated" in rocm.calibration.notes
+    assert (
+        device_calibration("mi300x", "llama3.1-8b", CAT.runtime("vllm-fp16"))["calibration"]
+        == "transferred"
+    )

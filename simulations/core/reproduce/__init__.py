@@ -1,7 +1,7 @@
 """Reproductions of the papers' published figures (see :mod:`.base`): the framework here,
 each paper's targets and runners in its policy package."""
 
-from .base import PAPERS, BoundCheck, Check, check, reproduce, runner
+from .base import PAPERS, BoundCheck, Check, check, prefetcher, reproduce, runner
 from .basis import BASES, GROUPS, basis_of, fitted_by_scripts, grouped, headline, summary
 from .targets import PaperTargets, Target, load_targets
 
@@ -19,6 +19,7 @@ __all__ = [
     "grouped",
     "headline",
     "load_targets",
+    "prefetcher",
     "reproduce",
     "runner",
     "summary",

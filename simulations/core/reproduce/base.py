@@ -138,6 +138,23 @@ def runner(paper: str) -> Callable[[Runner], Runner]:
     return deco
 
 
+Prefetcher = Callable[[int], None]
+_PREFETCHERS: dict[str, list[Prefetcher]] = {}
+
+
+def prefetcher(paper: str) -> Callable[[Prefetcher], Prefetcher]:
+    """Decorator registering a function that runs ``paper``'s independent simulations ahead
+    in the given number of processes, for its runners to read (the runners' output must not
+    depend on it). :func:`reproduce` calls it only when asked for more than one process."""
+    get_paper(paper)
+
+    def deco(fn: Prefetcher) -> Prefetcher:
+        _PREFETCHERS.setdefault(paper, []).append(fn)
+        return fn
+
+    return deco
+
+
 def check(
     paper: str,
     tid: str,
@@ -158,9 +175,11 @@ def check(
     return Check.of_target(t, float(simulated), note, dict(details or {}))
 
 
-def reproduce(paper: str) -> dict[str, Any]:
+def reproduce(paper: str, *, jobs: int = 1) -> dict[str, Any]:
     """Run every registered runner for ``paper`` and return its document
-    ``{"paper": ..., "checks": [...]}``."""
+    ``{"paper": ..., "checks": [...]}``. With ``jobs`` > 1 the paper's prefetchers first run
+    its independent simulations in that many processes (forked: call it so only from a
+    process that may fork, such as the ``reproduce`` command); the document is the same."""
     try:
         p = get_paper(paper)
     except KeyError:
@@ -168,6 +187,9 @@ def reproduce(paper: str) -> dict[str, Any]:
             f"unknown paper {paper!r}; choose from {', '.join(PAPERS)} or all"
         ) from None
     importlib.import_module(p.reproduction)
+    if jobs > 1:
+        for pre in _PREFETCHERS.get(paper, []):
+            pre(jobs)
     checks: list[Check] = []
     for fn in _RUNNERS.get(paper, []):
         checks.extend(fn())

@@ -21,17 +21,27 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import textwrap
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from simulations.core.jsonsafe import finite
 from simulations.core.reproduce import PAPERS, grouped, headline, reproduce, summary
 from simulations.core.reproduce.basis import PREDICTION_WHY
 
 WIDTH = 80
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (at most 8)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        n = os.cpu_count() or 1
+    return max(1, min(8, n))
 
 
 def _num(v: float | None) -> str:
@@ -138,10 +148,19 @@ class Command(BaseCommand):
             action="store_true",
             help="exit with status 1 when any check is outside its tolerance",
         )
+        parser.add_argument(
+            "--jobs",
+            type=int,
+            default=_cpus(),
+            help="processes a paper's independent simulations run in (default: the CPUs "
+            "this process may use); the output does not depend on it",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         papers = list(PAPERS) if options["paper"] == "all" else [options["paper"]]
-        docs = [finite(reproduce(p)) for p in papers]
+        if options["jobs"] < 1:
+            raise CommandError("--jobs must be at least 1")
+        docs = [finite(reproduce(p, jobs=options["jobs"])) for p in papers]
         if options["format"] == "json":
             out: Any = docs if options["paper"] == "all" else docs[0]
             self.stdout.write(json.dumps(out, indent=2, allow_nan=False))

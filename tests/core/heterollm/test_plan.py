@@ -11,7 +11,7 @@ from simulations.core.catalog import Catalog
 from simulations.core.devices.gpu import GpuModel
 from simulations.core.errors import CapacityError
 from simulations.core.policies.heterollm import Decider, HeteroSoc
-from simulations.core.policies.heterollm.plan import KernelRun, sibling_units, unit_npu_last
+from simulations.core.policies.heterollm.plan import KernelRun, handovers
 from simulations.core.spec import DeviceSpec, ModelSpec
 
 MISALIGNED = (7, 45, 100, 135, 200, 300, 525, 600, 777, 1000, 1100)
@@ -210,30 +210,51 @@ def _kernel(name: str, kind: str, procs: str) -> KernelRun:
     return KernelRun(name, kind, 1, procs, 1e-3, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
-def test_sibling_matmuls_form_one_unit_with_their_backends_union() -> None:
+def test_every_row_cut_matmul_scatters_before_and_gathers_after_it() -> None:
+    # §4.1.1: HeteroLLM "manages the splitting and merging of intermediate results" of each
+    # partitioned kernel, so sibling Matmuls (q/k/v) split one after another hand over
+    # twice between them: the first one's gather, then the next one's scatter
     layer = [
         _kernel("attn_norm", "norm", "gpu"),
-        _kernel("q_proj", "gemm", "npu"),
-        _kernel("k_proj", "gemm", "gpu"),
+        _kernel("q_proj", "gemm", "gpu+npu"),
+        _kernel("k_proj", "gemm", "gpu+npu"),
         _kernel("v_proj", "gemm", "gpu"),
         _kernel("rope", "rope", "gpu"),
         _kernel("o_proj", "gemm", "npu"),
         _kernel("attn_residual", "elementwise", "gpu"),
     ]
-    assert sibling_units(layer) == ["gpu", "gpu+npu", "gpu", "npu", "gpu"]
+    assert [(a, b) for a, _, b in handovers(layer)] == [
+        ("gpu", "gpu+npu"),  # q scatter
+        ("gpu+npu", "gpu"),  # q gather
+        ("gpu", "gpu+npu"),  # k scatter
+        ("gpu+npu", "gpu"),  # k gather
+        ("gpu", "npu"),
+        ("npu", "gpu"),
+    ]
 
 
-def test_sibling_matmuls_hand_nothing_over_between_them(soc: HeteroSoc, llama8b: ModelSpec) -> None:
-    # q/k/v read one input and gate/up another (§4.1.1: a sync makes a kernel's inputs
-    # available), so a layer whose seven Matmuls are all split forks and joins at its four
-    # Matmul groups only: 8 hand-overs a layer, plus the LM head's fork after the final norm
+def test_handovers_are_counted_per_row_cut_kernel(soc: HeteroSoc, llama8b: ModelSpec) -> None:
+    # seven split Matmuls a layer, a scatter and a gather each: 14 hand-overs a layer, plus
+    # the LM head's scatter after the final norm
     run = Decider(soc, llama8b, "hetero-tensor", fast_sync=False).prefill(256)
     gemms = [k for k in run.kernels if k.kind == "gemm"]
     assert all(k.procs == "gpu+npu" for k in gemms)
-    assert run.syncs == 8 * llama8b.n_layers + 1
-    # every hand-over copies and refills the GPU queue: a fork submits the GPU's share of
-    # the split kernel, a join the next GPU kernel
+    assert run.syncs == 14 * llama8b.n_layers + 1
+    # every hand-over copies and refills the GPU queue: a scatter submits the GPU's share
+    # of the split kernel, a gather the next GPU kernel
     assert run.sync_s == pytest.approx(run.syncs * soc.sync.conventional_s())
+
+
+def test_row_cut_kernels_the_solver_keeps_whole_hand_nothing_over(
+    soc: HeteroSoc, llama8b: ModelSpec
+) -> None:
+    # the decode plan (made for fast sync) keeps some Matmuls on the GPU: only the ones it
+    # splits pay a scatter and a gather
+    run = Decider(soc, llama8b, "hetero-tensor", fast_sync=False).decode(1, 256)
+    layer_cut = [k for k in run.kernels[1:-2] if k.procs == "gpu+npu"]
+    head_cut = run.kernels[-1].procs == "gpu+npu"
+    assert 0 < len(layer_cut) < 7
+    assert run.syncs == 2 * len(layer_cut) * llama8b.n_layers + int(head_cut)
 
 
 def test_pipe_is_never_slower_than_padding(soc: HeteroSoc, llama8b: ModelSpec) -> None:
@@ -264,16 +285,13 @@ def test_fast_sync_decode_refills_the_gpu_queue_only_when_the_npu_ends_last(
     assert d.npu_last_s(True, fast=False) == 0.0
 
 
-def test_a_units_last_kernel_decides_which_processor_ends_it() -> None:
+def test_a_gather_after_an_npu_share_ending_last_says_so() -> None:
     layer = [
         _kernel("attn_norm", "norm", "gpu"),
         _kernel("q_proj", "gemm", "npu"),
         _kernel("k_proj", "gemm", "gpu"),
-        _kernel("rope", "rope", "gpu"),
-        _kernel("gate_proj", "gemm", "gpu"),
-        _kernel("up_proj", "gemm", "npu"),
     ]
-    assert unit_npu_last(layer) == [False, False, False, True]
+    assert [last for _, last, _ in handovers(layer)] == [False, True]
 
 
 def test_npu_prefill_needs_room_for_the_weight_conversion_gpu_only_does_not(

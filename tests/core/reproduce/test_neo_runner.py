@@ -144,3 +144,32 @@ def test_an_offline_run_stopped_at_its_window_gives_the_whole_runs_earliest_fini
     whole = np.sort(runner._simulate("t4", variant, requests, None).finish_s)[:k]
     assert len(early) == k
     assert early.tolist() == whole.tolist()
+
+
+def test_prefetching_in_two_processes_gives_the_sequential_values() -> None:
+    tasks = [
+        ("offline", "a10g", "gpu-only", 500, 50, None),
+        ("offline", "a10g", "neo", 500, 50, None),
+    ]
+    assert runner._PREFETCHED == {}
+    sequential = {t: runner.offline_throughput.__wrapped__(*t[1:]) for t in tasks}
+    try:
+        runner.prefetch(2, tasks)
+        assert sequential == runner._PREFETCHED
+    finally:
+        runner._PREFETCHED.clear()
+
+
+def test_one_process_prefetches_nothing() -> None:
+    runner.prefetch(1, [("offline", "a10g", "gpu-only", 500, 50, None)])
+    assert runner._PREFETCHED == {}
+
+
+def test_every_simulation_the_checks_read_is_a_prefetch_task() -> None:
+    tasks = runner._tasks()
+    assert len(tasks) == len(set(tasks))
+    assert sum(1 for t in tasks if t[0] == "fig6") == 10
+    # Fig. 9's grid (Neo and its baseline), Fig. 10a's other hosts, Fig. 8b's FastDecode+
+    grid = sum(len(outs) for s in runner.SETTINGS for _, outs in runner.synth_grid(s))
+    others = (len(runner.FIG10_CPUS) - 1) * len(runner.SYNTH_OUTPUTS) + len(runner.SYNTH_OUTPUTS)
+    assert sum(1 for t in tasks if t[0] == "offline") == 2 * grid + others

@@ -37,11 +37,14 @@ a row-cut kernel is the longer one, the next GPU kernel is queued behind it whil
 the NPU's share (or an NPU-only kernel) ends last the GPU queue has drained and the
 submission pays the refill (50–100 µs, §3.1)
 (:class:`~simulations.core.memory.UnifiedMemorySync`).
-Boundaries are counted fork-join: a partitioned kernel joins both processors before the next
-kernel that reads its output starts (Fig. 11: the next GPU kernel is submitted once the NPU
-part has finished). Sibling Matmuls that read one input and feed none of each other
-(``q/k/v_proj``, ``gate/up_proj``) form one unit with no boundary inside it
-(:func:`sibling_units`, §4.1.1 / §4.3: synchronisation makes a kernel's inputs available).
+Hand-overs are counted per partitioned kernel (:func:`handovers`): §4.1.1 has HeteroLLM
+insert synchronisation points and manage "the splitting and merging of intermediate results
+across different backends" for each row-cut kernel, so every kernel split over both
+processors pays a scatter before it and a gather after it (Fig. 11: the next GPU kernel is
+submitted once the NPU part has finished), sibling Matmuls (``q/k/v_proj``,
+``gate/up_proj``) included: seven split Matmuls a layer hand over 14 times. How many
+kernels are split is the solver's decision (issue 23, hypothesis 1; the earlier count
+merged siblings into one fork and one join, 8 a layer at most).
 
 The solver's ``T_sync + T_copy`` for a kernel is the cost of the two boundaries of a kernel
 that uses the NPU between two GPU kernels, under the synchronisation the plan is made for
@@ -407,22 +410,20 @@ class Decider:
                 runs.append(self._gpu_run(t, op.kind.value, op.bytes))
         pre, layer, post = runs[:1], runs[1:-2], runs[-2:]
         n_layers = g.n_layers
-        units = sibling_units(layer)
-        lasts = unit_npu_last(layer)
         bounds: list[tuple[str, bool, str, int]] = []
-        bounds.append((pre[-1].procs, pre[-1].npu_last, units[0], 1))
-        for (ua, ub), la in zip(pairwise(units), lasts, strict=False):
-            bounds.append((ua, la, ub, n_layers))
-        bounds.append((units[-1], lasts[-1], units[0], n_layers - 1))
-        bounds.append((units[-1], lasts[-1], post[0].procs, 1))
-        bounds.append((post[0].procs, post[0].npu_last, post[1].procs, 1))
+        for kernels, count in (
+            ((pre[-1], layer[0]), 1),
+            (layer, n_layers),
+            ((layer[-1], layer[0]), n_layers - 1),
+            ((layer[-1], post[0]), 1),
+            ((post[0], post[1]), 1),
+        ):
+            bounds.extend((a, last, b, count) for a, last, b in handovers(kernels))
         sync_s = 0.0
         syncs = 0
         for a, last, b, count in bounds:
-            cost = self.boundary_s(a, b, decode=decode, fast=fast, npu_last=last)
-            if a != b or a == BOTH:
-                syncs += count
-            sync_s += cost * count
+            syncs += count
+            sync_s += self.boundary_s(a, b, decode=decode, fast=fast, npu_last=last) * count
         compute = sum(r.seconds * r.repeat for r in runs)
         gpu_busy = sum(r.gpu_busy_s * r.repeat for r in runs)
         npu_busy = sum(r.npu_busy_s * r.repeat for r in runs)
@@ -455,49 +456,24 @@ class Decider:
         )
 
 
-def _union(a: str, b: str) -> str:
-    procs = {p for x in (a, b) for p in x.split("+")}
-    return BOTH if procs == {GPU, NPU} else procs.pop()
+def handovers(kernels: Sequence[KernelRun]) -> list[tuple[str, bool, str]]:
+    """The GPU↔NPU hand-overs between consecutive ``kernels``: ``(from, npu_last, to)``.
 
-
-def sibling_units(kernels: Sequence[KernelRun]) -> list[str]:
-    """The backends of a layer's kernels with each run of adjacent Matmuls merged into one
-    unit (its backends' union).
-
-    Adjacent Matmuls of the core's graph are siblings that read one input and feed none of
-    each other (``q_proj, k_proj, v_proj`` after ``attn_norm``; ``gate_proj, up_proj``
-    after ``ffn_norm``, :mod:`simulations.core.graph`): a norm, attention or activation
-    kernel sits between every producing and consuming Matmul. HeteroLLM synchronises to
-    make a kernel's *inputs* available (§4.1.1: "to ensure that all activations … are
-    available before the next layer begins") when adjacent kernels sit on different
-    backends (§4.3), so siblings hand nothing over between them: the group forks once from
-    its producer and joins once before its consumer, whichever sibling is split.
-    """
-    units: list[str] = []
-    prev_gemm = False
-    for k in kernels:
-        gemm = k.kind == OpKind.GEMM.value
-        if gemm and prev_gemm:
-            units[-1] = _union(units[-1], k.procs)
-        else:
-            units.append(k.procs)
-        prev_gemm = gemm
-    return units
-
-
-def unit_npu_last(kernels: Sequence[KernelRun]) -> list[bool]:
-    """For each unit of :func:`sibling_units`, whether the NPU ends it last (its last kernel's
-    :attr:`KernelRun.npu_last`: kernels run in graph order, so the last one decides)."""
-    lasts: list[bool] = []
-    prev_gemm = False
-    for k in kernels:
-        gemm = k.kind == OpKind.GEMM.value
-        if gemm and prev_gemm:
-            lasts[-1] = k.npu_last
-        else:
-            lasts.append(k.npu_last)
-        prev_gemm = gemm
-    return lasts
+    A kernel split over both processors scatters its input from the GPU side before it and
+    gathers its output after it (§4.1.1, see the module notes), so two split kernels in a
+    row hand over twice (the first one's gather, then the second one's scatter);
+    otherwise a boundary hands over when its kernels run on different processors.
+    ``npu_last`` says whether the NPU ended the kernel before the hand-over
+    (:attr:`KernelRun.npu_last`)."""
+    out: list[tuple[str, bool, str]] = []
+    for ka, kb in pairwise(kernels):
+        a, b, last = ka.procs, kb.procs, ka.npu_last
+        if a == BOTH and b == BOTH:
+            out.append((BOTH, last, GPU))
+            out.append((GPU, False, BOTH))
+        elif a != b:
+            out.append((a, last, b))
+    return out
 
 
 def placement_table(run: PhaseRun) -> list[dict[str, Any]]:
