@@ -21,10 +21,9 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from simulations.core.errors import ScenarioValidationError
-from simulations.plans.services import QuotaExceededError as PlanQuotaExceededError
-from simulations.services import TraceInUseError
+from simulations.jobs import QuotaExceededError
+from simulations.scenarios.services import TraceInUseError
 from simulations.sweeps.expand import SweepValidationError
-from simulations.sweeps.services import QuotaExceededError
 
 
 def django_errors(exc: DjangoValidationError) -> dict[str, Any]:
@@ -49,7 +48,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response({"document": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, SweepValidationError):
         return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, QuotaExceededError | PlanQuotaExceededError):
+    if isinstance(exc, QuotaExceededError):
         return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
     if isinstance(exc, TraceInUseError):
         return Response(

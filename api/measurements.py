@@ -21,8 +21,9 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.catalog import RuntimeProfileSerializer
+from api.common import SLUG
 from api.parsers import BoundedJSONParser, BoundedMultiPartParser
-from api.serializers import SLUG, RuntimeProfileSerializer
 from api.throttles import UploadThrottle
 from simulations.core.calibration.measurements import MAX_BYTES
 from simulations.measurements import selectors, services
@@ -34,14 +35,22 @@ from simulations.measurements.models import Calibration, MeasurementSet, Visibil
 class MeasurementSetSerializer(serializers.ModelSerializer):
     """A measurement set's metadata (``rows`` only on a single set)."""
 
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    device = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    model = serializers.SlugRelatedField(source="llm", slug_field="slug", read_only=True)
-    stack = serializers.SlugRelatedField(source="runtime", slug_field="slug", read_only=True)
+    owner: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
+    device: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
+    model: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        source="llm", slug_field="slug", read_only=True
+    )
+    stack: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        source="runtime", slug_field="slug", read_only=True
+    )
 
     class Meta:
         model = MeasurementSet
-        fields = (
+        fields: tuple[str, ...] = (
             "id",
             "slug",
             "name",
@@ -82,7 +91,7 @@ class MeasurementImportSerializer(serializers.Serializer):
     model = serializers.CharField(
         max_length=64, required=False, help_text="Model measured (default: the rows' one)."
     )
-    source = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+    source = serializers.CharField(max_length=2000, required=False, allow_blank=True)  # type: ignore[assignment]  # a field named like a Field attribute
     notes = serializers.CharField(max_length=5000, required=False, allow_blank=True)
     visibility = serializers.ChoiceField(
         choices=Visibility.choices,
@@ -128,9 +137,15 @@ class MeasurementImportJsonSerializer(MeasurementImportSerializer):
 class CalibrationSerializer(serializers.ModelSerializer):
     """A fit: the calibration document (``report``) and the profile it was saved as."""
 
-    measurement_set = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    stack = serializers.SlugRelatedField(source="base_runtime", slug_field="slug", read_only=True)
-    profile = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    measurement_set: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
+    stack: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        source="base_runtime", slug_field="slug", read_only=True
+    )
+    profile: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
 
     class Meta:
         model = Calibration
@@ -360,7 +375,7 @@ class CalibrationViewSet(
     def save(self, request: Request, pk: str | None = None) -> Response:
         """Store the fitted values as a new runtime profile."""
         try:
-            cal = self.get_queryset().get(pk=pk)
+            cal = self.get_queryset().get(pk=str(pk))
         except (Calibration.DoesNotExist, ValueError) as exc:
             raise NotFound() from exc
         data = CalibrationSaveSerializer(data=request.data)

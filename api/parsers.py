@@ -16,7 +16,7 @@ from django.conf import settings
 from rest_framework import exceptions, parsers, status
 
 from simulations.core import json_fields
-from simulations.services import MAX_TRACE_BYTES
+from simulations.scenarios.services import MAX_TRACE_BYTES
 
 
 class RequestTooLarge(exceptions.APIException):

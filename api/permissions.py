@@ -1,7 +1,7 @@
 """Permissions: deny by default (signed in), editor-only catalog writes, owner-only writes.
 
-Objects a user may not read are filtered out of the querysets (``simulations.selectors``),
-so they answer 404 — never 403, which would confirm that they exist.
+Objects a user may not read are filtered out of the querysets (each capability's
+``selectors``), so they answer 404 — never 403, which would confirm that they exist.
 """
 
 from __future__ import annotations

@@ -48,12 +48,14 @@ def _seed(users: int) -> list[dict[str, Any]]:
     from django.contrib.auth import get_user_model
 
     from api.models import ApiToken, hash_key, new_key
-    from simulations import services
     from simulations.adapters import catalog_from_db
+    from simulations.catalog import services as catalog_services
     from simulations.core.scenario import parse_scenario
     from simulations.core.simulate import simulate
+    from simulations.runs import services as run_services
+    from simulations.scenarios import services as scenario_services
 
-    services.catalog_seed()
+    catalog_services.catalog_seed()
     doc = {
         "name": "load test",
         "model": "llama3.2-3b",
@@ -78,16 +80,16 @@ def _seed(users: int) -> list[dict[str, Any]]:
         key = new_key()
         ApiToken.objects.create(user=user, name="load", key_hash=hash_key(key), key_hint=key[:10])
         scenarios = [
-            services.scenario_create(owner=user, document={**doc, "name": f"s{u}-{i}"})
+            scenario_services.scenario_create(owner=user, document={**doc, "name": f"s{u}-{i}"})
             for i in range(5)
         ]
         runs = []
         for i in range(25):
-            run = services.simulation_run_create(scenario=scenarios[i % 5], owner=user)
+            run = run_services.simulation_run_create(scenario=scenarios[i % 5], owner=user)
             if i < 20:
-                claim = services.run_claim(run.pk, worker="bench:0")
+                claim = run_services.run_claim(run.pk, worker="bench:0")
                 assert claim is not None
-                services.run_mark_succeeded(run.pk, claim.attempt, result)
+                run_services.run_mark_succeeded(run.pk, claim.attempt, result)
             runs.append(run.pk)
         out.append({"key": key, "scenarios": [s.pk for s in scenarios], "runs": runs[:20]})
     return out

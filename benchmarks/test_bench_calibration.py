@@ -36,8 +36,8 @@ def test_bench_calibration_request(benchmark: Any) -> None:
     from django.contrib.auth import get_user_model
     from rest_framework.test import APIClient
 
+    from simulations.catalog.services import catalog_seed
     from simulations.measurements.services import measurement_set_import
-    from simulations.services import catalog_seed
 
     benchmark.extra_info.update(
         name="calibrate request: POST /api/calibrations/ on the A100 kernel set",

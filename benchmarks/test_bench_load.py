@@ -64,21 +64,25 @@ def _seed(users: int) -> list[dict[str, Any]]:
     from django.test import Client
 
     from benchmarks.test_bench_pages import DOCUMENT
-    from simulations import services
+    from simulations.catalog import services as catalog_services
     from simulations.core.simulate import simulate
+    from simulations.runs import services as run_services
+    from simulations.scenarios import services as scenario_services
 
-    services.catalog_seed()
-    result = simulate(services.scenario_validate(DOCUMENT))
+    catalog_services.catalog_seed()
+    result = simulate(scenario_services.scenario_validate(DOCUMENT))
     out = []
     for u in range(users):
         user = get_user_model().objects.create_user(f"load{u}", password="x")
-        scenario = services.scenario_create(owner=user, document={**DOCUMENT, "name": f"s{u}"})
+        scenario = scenario_services.scenario_create(
+            owner=user, document={**DOCUMENT, "name": f"s{u}"}
+        )
         runs = []
         for _ in range(2):
-            run = services.simulation_run_create(scenario=scenario, owner=user)
-            claim = services.run_claim(run.pk, worker="bench:load")
+            run = run_services.simulation_run_create(scenario=scenario, owner=user)
+            claim = run_services.run_claim(run.pk, worker="bench:load")
             assert claim is not None
-            services.run_mark_succeeded(run.pk, claim.attempt, result)
+            run_services.run_mark_succeeded(run.pk, claim.attempt, result)
             runs.append(run.pk)
         client = Client()
         client.force_login(user)  # a real session row, as after signing in

@@ -95,20 +95,22 @@ def comparison(django_db_setup: Any, django_db_blocker: Any) -> Any:
     from django.db import connection
     from django.test import Client
 
-    from simulations import services
+    from simulations.catalog import services as catalog_services
     from simulations.core.simulate import simulate
+    from simulations.runs import services as run_services
+    from simulations.scenarios import services as scenario_services
 
     # never write to a real database: only the test database pytest-django created
     assert "test" in str(connection.settings_dict["NAME"]), connection.settings_dict["NAME"]
     with django_db_blocker.unblock():
-        services.catalog_seed()
+        catalog_services.catalog_seed()
         user = get_user_model().objects.create_user("bench-pages", password="x")
-        scenario = services.scenario_create(owner=user, document=DOCUMENT)
-        run = services.simulation_run_create(scenario=scenario, owner=user)
-        claim = services.run_claim(run.pk, worker="bench:1")
+        scenario = scenario_services.scenario_create(owner=user, document=DOCUMENT)
+        run = run_services.simulation_run_create(scenario=scenario, owner=user)
+        claim = run_services.run_claim(run.pk, worker="bench:1")
         assert claim is not None
-        result = simulate(services.scenario_validate(DOCUMENT))
-        assert services.run_mark_succeeded(run.pk, claim.attempt, result)
+        result = simulate(scenario_services.scenario_validate(DOCUMENT))
+        assert run_services.run_mark_succeeded(run.pk, claim.attempt, result)
         client = Client()
         client.force_login(user)
         yield client, run, scenario

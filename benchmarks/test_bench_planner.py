@@ -162,10 +162,11 @@ def test_bench_planner_search_on_two_celery_workers(
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from simulations.catalog.services import catalog_seed
     from simulations.choices import FINAL_STATUSES, RunStatus
     from simulations.plans import services as plan_services
     from simulations.plans.models import Plan
-    from simulations.services import catalog_seed, trace_import
+    from simulations.scenarios.services import trace_import
     from tests.conftest import WorkerProcess
 
     catalog_seed()

@@ -58,7 +58,7 @@ AXES = [
 def _setup() -> Any:
     from django.contrib.auth import get_user_model
 
-    from simulations.services import catalog_seed
+    from simulations.catalog.services import catalog_seed
 
     catalog_seed()
     return get_user_model().objects.create_user(f"bench-sweeps-{time.monotonic_ns()}")

@@ -43,7 +43,7 @@ def test_bench_trace_cap_rejects_a_million_rows(benchmark: Any) -> None:
 def test_bench_trace_service_rejects_a_million_rows(benchmark: Any) -> None:
     from django.core.exceptions import ValidationError
 
-    from simulations.services import trace_parse
+    from simulations.scenarios.services import trace_parse
 
     raw = TEXT.encode()
 

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from simulations.core import roofline
+from simulations.core.devices import roofline_kinds
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.graph import gemm_params, layer_weight_params
 from simulations.core.spec import (
-    DeviceKind,
     DeviceSpec,
     LengthDist,
     LengthDistKind,
@@ -28,9 +28,6 @@ from simulations.core.spec import (
 )
 
 logger = logging.getLogger(__name__)
-
-#: Device kinds whose cost model the roofline helper can evaluate.
-ROOFLINE_KINDS = (DeviceKind.GPU, DeviceKind.FPGA, DeviceKind.NPU, DeviceKind.CPU)
 
 
 @dataclass(frozen=True)
@@ -130,7 +127,7 @@ def scenario_rooflines(
             if key in seen:
                 continue
             seen.add(key)
-            if p.device.kind not in ROOFLINE_KINDS:
+            if p.device.kind not in roofline_kinds():
                 notes.append(
                     f"{p.device.slug}: no single-device roofline for {p.device.kind} devices"
                 )

@@ -8,6 +8,10 @@ The builder page is one HTML form whose fields are named after the document:
   ``-low``, ``-high``, ``-median``, ``-sigma``; ``wl-arrival`` (closed, poisson, trace),
   ``wl-rate``, ``wl-trace``, ``wl-time-scale``, ``wl-seed``;
 * the SLO: ``slo-<key>`` for each target of :data:`SLO_FIELDS`;
+* the running costs: ``costs-<key>`` for each of :data:`COST_FIELDS` and ``costs-cloud``
+  (``device=price`` pairs, a price being a number or a catalog cloud offer such as
+  ``specialty-a100-80gb-2026-05@low``); the capacity search: ``capacity-on`` and
+  ``capacity-<key>`` for each of :data:`CAPACITY_FIELDS`;
 * systems ``sys-<i>-…``: ``name``, ``policy``, ``opt-<policy>-<option>`` (the options of every
   registered policy, from its schema; only the chosen policy's are read) and devices
   ``dev-<j>-device|count|role|runtime|price_usd``; ``sys-count``/``sys-<i>-dev-count`` give
@@ -42,6 +46,19 @@ SLO_FIELDS = (
     ("ttft_p99_ms", "p99 TTFT", "ms"),
     ("tpot_p99_ms", "p99 TPOT", "ms"),
     ("e2e_p90_s", "p90 end-to-end", "s"),
+)
+#: Running costs the builder offers (the scenario's ``costs``): (key, label, unit).
+COST_FIELDS = (
+    ("electricity_usd_per_kwh", "Electricity", "$/kWh"),
+    ("amortisation_years", "Amortisation", "years"),
+    ("pue", "PUE", "facility / IT power"),
+    ("utilisation", "Utilisation", "fraction of the year"),
+    ("hosting_usd_per_device_year", "Hosting", "$ per device-year"),
+)
+#: The capacity search (the scenario's ``capacity``): (key, label, unit).
+CAPACITY_FIELDS = (
+    ("requests", "Requests per engine run", "requests"),
+    ("steps", "Bisection steps", "steps"),
 )
 LENGTH_KINDS = ("fixed", "uniform", "lognormal", "trace")
 ARRIVAL_KINDS = ("closed", "poisson", "trace")
@@ -153,6 +170,11 @@ class BuilderState:
     model: str = ""
     workload: WorkloadFields = field(default_factory=WorkloadFields)
     slo: dict[str, str] = field(default_factory=dict)
+    costs: dict[str, str] = field(default_factory=dict)
+    #: ``device=price`` pairs (a number or a catalog cloud offer), comma-separated
+    cloud_prices: str = ""
+    capacity: dict[str, str] = field(default_factory=dict)
+    capacity_on: bool = False
     systems: list[SystemBlock] = field(default_factory=lambda: [SystemBlock()])
     baseline: int = 0
     errors: dict[str, list[str]] = field(default_factory=dict)
@@ -216,7 +238,35 @@ class BuilderState:
                 slo[key] = _number(text)
         if slo:
             doc["slo"] = slo
+        costs: dict[str, Any] = {}
+        for key, _, _ in COST_FIELDS:
+            text = self.costs.get(key, "").strip()
+            if text:
+                costs[key] = _number(text)
+        cloud = self._cloud_prices()
+        if cloud:
+            costs["cloud_usd_per_device_hour"] = cloud
+        if costs:
+            doc["costs"] = costs
+        if self.capacity_on:
+            doc["capacity"] = {
+                key: _number(text)
+                for key, _, _ in CAPACITY_FIELDS
+                if (text := self.capacity.get(key, "").strip())
+            }
         return doc
+
+    def _cloud_prices(self) -> dict[str, Any]:
+        """``device=price`` pairs as the costs' cloud prices (a price that is not a number
+        is kept as text: a catalog offer, or an error the parser names)."""
+        out: dict[str, Any] = {}
+        for part in self.cloud_prices.split(","):
+            device, sep, price = part.partition("=")
+            if not part.strip():
+                continue
+            # a pair without "=" has no price: the parser names it beside the field
+            out[device.strip()] = _number(price) if sep else None
+        return out
 
     def _custom_workload(self) -> dict[str, Any]:
         wl = self.workload
@@ -320,6 +370,12 @@ def field_for_path(
     if path.startswith("slo"):
         key = path.partition(".")[2]
         return ("form", f"slo-{key}" if key else "slo")
+    if path.startswith("costs.cloud_usd_per_device_hour"):
+        return ("form", "costs-cloud")
+    if path.startswith(("costs", "capacity")):
+        head, _, key = path.partition(".")
+        known = {k for k, _, _ in (COST_FIELDS if head == "costs" else CAPACITY_FIELDS)}
+        return ("form", f"{head}-{key}" if key in known else f"{head}-section")
     if path.startswith("workload"):
         if state.workload.source != "custom":
             return ("form", "wl-source")
@@ -465,6 +521,10 @@ def state_from_post(data: Mapping[str, Any]) -> BuilderState:
     wl.time_scale = _text(data, "wl-time-scale")
     wl.seed = _text(data, "wl-seed", "0")
     state.slo = {key: _text(data, f"slo-{key}") for key, _, _ in SLO_FIELDS}
+    state.costs = {key: _text(data, f"costs-{key}") for key, _, _ in COST_FIELDS}
+    state.cloud_prices = _text(data, "costs-cloud")
+    state.capacity_on = _text(data, "capacity-on") == "on"
+    state.capacity = {key: _text(data, f"capacity-{key}") for key, _, _ in CAPACITY_FIELDS}
     n_systems = _index(_text(data, "sys-count", "1"), MAX_SYSTEMS)
     registry = {p["name"]: p for p in policies()}
     state.systems = []
@@ -582,6 +642,13 @@ def state_from_document(doc: Mapping[str, Any]) -> BuilderState:
     wl.trace = _str(trace)
     slo = _mapping(doc.get("slo"))
     state.slo = {key: _str(slo.get(key)) for key, _, _ in SLO_FIELDS}
+    costs = _mapping(doc.get("costs"))
+    state.costs = {key: _str(costs.get(key)) for key, _, _ in COST_FIELDS}
+    cloud = _mapping(costs.get("cloud_usd_per_device_hour"))
+    state.cloud_prices = ", ".join(f"{d}={_str(p)}" for d, p in cloud.items())
+    capacity = doc.get("capacity")
+    state.capacity_on = isinstance(capacity, Mapping)
+    state.capacity = {key: _str(_mapping(capacity).get(key)) for key, _, _ in CAPACITY_FIELDS}
     state.systems = []
     for s in doc.get("systems") or ():
         if not isinstance(s, Mapping):

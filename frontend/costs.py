@@ -27,9 +27,24 @@ def tco_rows(systems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "cloud_usd_per_year": t.get("cloud_usd_per_year"),
                 "energy_kwh_per_year": t.get("energy_kwh_per_year"),
                 "reason": t.get("unavailable_reason") or "",
+                "cloud_prices": [
+                    {"device": device, **dict(price)}
+                    for device, price in sorted((t.get("cloud_prices") or {}).items())
+                    if isinstance(price, Mapping)
+                ],
             }
         )
     return rows
+
+
+def cloud_price_notes(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each rented device's price and where it comes from (the catalog offer with its
+    provider, date and source, or "given in costs"), once per device across the systems."""
+    seen: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        for price in row.get("cloud_prices") or ():
+            seen.setdefault(str(price["device"]), dict(price))
+    return [seen[d] for d in sorted(seen)]
 
 
 def capacity_rows(systems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -57,4 +72,4 @@ def capacity_rows(systems: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["capacity_rows", "tco_rows"]
+__all__ = ["capacity_rows", "cloud_price_notes", "tco_rows"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django import forms
@@ -9,7 +10,7 @@ from django.core.validators import RegexValidator
 
 from simulations.choices import TraceVisibility
 from simulations.core import scenario as rules
-from simulations.models import slug_validator
+from simulations.fields import slug_validator
 
 #: Largest config.json accepted (bytes).
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -160,7 +161,7 @@ class WorkloadForm(forms.Form):
         return {"dist": "trace"}
 
     def model_fields(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`simulations.services.workload_create`."""
+        """Keyword arguments of :func:`simulations.scenarios.services.workload_create`."""
         d = self.cleaned_data
         return {
             "requests": d["requests"],
@@ -243,17 +244,75 @@ class TokenForm(forms.Form):
     )
 
 
-class LoadSweepForm(forms.Form):
-    """Sweep a scenario's Poisson arrival rate (latency against load, Neo Fig. 6)."""
+def sweep_parameters(document: Any) -> list[tuple[str, str, type]]:
+    """The numeric settings of a scenario document a sweep may vary, as (path, label,
+    type): the Poisson arrival rate (the default; any other arrival process is replaced),
+    the request count and seed, each system's device counts and each numeric option its
+    policy declares."""
+    from simulations.core.errors import UnknownPolicyError
+    from simulations.core.policies import get_policy
 
-    rates = forms.CharField(
+    doc: dict[str, Any] = document if isinstance(document, dict) else {}
+    raw_workload = doc.get("workload")
+    workload: dict[str, Any] = raw_workload if isinstance(raw_workload, dict) else {}
+    raw_arrival = workload.get("arrival")
+    arrival: dict[str, Any] = raw_arrival if isinstance(raw_arrival, dict) else {}
+    # the arrival rate is always offered: a sweep of it makes the arrivals Poisson
+    rate = "Poisson arrival rate (requests/s)"
+    if arrival.get("kind", "poisson") != "poisson":
+        rate += f", replacing {arrival.get('kind')} arrivals"
+    out: list[tuple[str, str, type]] = [("workload.arrival.rate_per_s", rate, float)]
+    out.append(("workload.requests", "requests", int))
+    out.append(("workload.seed", "seed", int))
+    raw_systems = doc.get("systems")
+    systems: list[Any] = raw_systems if isinstance(raw_systems, list) else []
+    for i, system in enumerate(systems):
+        if not isinstance(system, dict):
+            continue
+        name = str(system.get("name") or f"system {i}")
+        raw_devices = system.get("devices")
+        devices: list[Any] = raw_devices if isinstance(raw_devices, list) else []
+        for j, d in enumerate(devices):
+            if isinstance(d, dict):
+                out.append(
+                    (f"systems[{i}].devices[{j}].count", f"{name}: {d.get('device')} count", int)
+                )
+        try:
+            options = get_policy(str(system.get("policy"))).options
+        except UnknownPolicyError:
+            continue
+        for o in options:
+            if o.type in (int, float):
+                unit = f" ({o.unit})" if o.unit else ""
+                out.append((f"systems[{i}].options.{o.name}", f"{name}: {o.name}{unit}", o.type))
+    return out
+
+
+class SweepForm(forms.Form):
+    """Sweep one numeric setting of a scenario (the arrival rate by default: latency
+    against load, Neo Fig. 6) over the given values."""
+
+    parameter = forms.ChoiceField(choices=(), label="Vary")
+    values = forms.CharField(
         max_length=1000,
-        help_text="Arrival rates in requests/s, comma-separated (e.g. 0.5, 1, 2, 4).",
+        help_text="Values, comma-separated (e.g. 0.5, 1, 2, 4).",
     )
 
-    def clean_rates(self) -> list[float]:
-        text = self.cleaned_data["rates"]
-        values: list[float] = []
+    def __init__(self, *args: Any, document: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.parameters = {p: (label, kind) for p, label, kind in sweep_parameters(document)}
+        field = self.fields["parameter"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(p, lab) for p, (lab, _) in self.parameters.items()]
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        path, text = data.get("parameter"), data.get("values")
+        if path is None or text is None:
+            return data
+        kind = self.parameters[path][1]
+        values: list[float | int] = []
         for part in text.replace(";", ",").split(","):
             part = part.strip()
             if not part:
@@ -261,12 +320,175 @@ class LoadSweepForm(forms.Form):
             try:
                 v = float(part)
             except ValueError:
-                raise forms.ValidationError(f"{part!r} is not a number") from None
-            if not (0 < v <= rules.MAX_RATE_PER_S):
-                raise forms.ValidationError(
-                    f"{part}: rates must be in (0, {rules.MAX_RATE_PER_S:g}]"
-                )
-            values.append(v)
-        if not 2 <= len(values) <= 50:
-            raise forms.ValidationError("give between 2 and 50 rates")
-        return sorted(set(values))
+                self.add_error("values", f"{part!r} is not a number")
+                return data
+            if not math.isfinite(v) or v <= 0 or v > 1e9:
+                self.add_error("values", f"{part}: values must be finite, above 0, at most 1e9")
+                return data
+            if kind is int:
+                if v != int(v):
+                    self.add_error(
+                        "values", f"{part}: {self.parameters[path][0]} takes whole numbers"
+                    )
+                    return data
+                values.append(int(v))
+            else:
+                values.append(v)
+        if not 2 <= len(set(values)) <= 50:
+            self.add_error("values", "give between 2 and 50 different values")
+            return data
+        data["values"] = sorted(set(values))
+        data["name"] = path.rsplit(".", 1)[-1]
+        return data
+
+
+class PlanForm(forms.Form):
+    """A capacity plan as a form: model, workload (a stored trace's lengths or uniform
+    ranges, Poisson arrivals), targets, device types and their largest count, policies,
+    budget, objective and running costs. :meth:`document` writes the plan document the CLI,
+    the API and the JSON box accept, so one parser (``parse_plan``) validates all three."""
+
+    name = forms.CharField(max_length=200, initial="My plan")
+    model = forms.ChoiceField(choices=())
+    lengths = forms.ChoiceField(
+        choices=(),
+        label="Prompt and output lengths",
+        help_text="A stored trace's lengths, or uniform ranges.",
+    )
+    in_low = forms.IntegerField(
+        label="prompt low (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    in_high = forms.IntegerField(
+        label="prompt high (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    out_low = forms.IntegerField(
+        label="output low (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    out_high = forms.IntegerField(
+        label="output high (tokens)", required=False, min_value=1, max_value=rules.MAX_TOKENS
+    )
+    requests = forms.IntegerField(
+        min_value=1, max_value=rules.MAX_REQUESTS, initial=1000, help_text="Requests per run."
+    )
+    rate_per_s = forms.FloatField(
+        min_value=1e-9,
+        max_value=rules.MAX_RATE_PER_S,
+        initial=1.0,
+        label="Poisson rate (requests/s)",
+    )
+    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0)
+    ttft_p90_ms = forms.FloatField(
+        min_value=1e-6, max_value=1e9, initial=1000, label="p90 TTFT ≤ (ms)"
+    )
+    tpot_p90_ms = forms.FloatField(
+        min_value=1e-6, max_value=1e9, initial=50, label="p90 TPOT ≤ (ms)"
+    )
+    min_throughput_tok_s = forms.FloatField(
+        required=False, min_value=0, max_value=1e12, label="Throughput ≥ (tokens/s)"
+    )
+    devices = forms.MultipleChoiceField(
+        choices=(), widget=forms.CheckboxSelectMultiple, label="Device types"
+    )
+    max_count = forms.IntegerField(
+        min_value=1, max_value=256, initial=8, label="Up to (devices of each type)"
+    )
+    policies = forms.MultipleChoiceField(
+        choices=(), widget=forms.CheckboxSelectMultiple, label="How they serve"
+    )
+    max_capex_usd = forms.FloatField(
+        required=False, min_value=1e-6, max_value=1e12, label="Budget (capex, USD)"
+    )
+    max_power_w = forms.FloatField(
+        required=False, min_value=1e-6, max_value=1e9, label="Power cap (sum of TDPs, W)"
+    )
+    max_devices_per_node = forms.IntegerField(min_value=1, max_value=256, initial=8)
+    objective = forms.ChoiceField(choices=())
+    electricity_usd_per_kwh = forms.FloatField(
+        required=False, min_value=0, max_value=10, label="Electricity ($/kWh)"
+    )
+    amortisation_years = forms.FloatField(
+        required=False, min_value=1e-6, max_value=50, label="Amortisation (years)"
+    )
+    sensitivity = forms.BooleanField(
+        required=False, initial=True, label="Find how far the load can grow"
+    )
+
+    def __init__(
+        self,
+        *args: Any,
+        models: list[tuple[str, str]],
+        traces: list[tuple[str, str]],
+        devices: list[tuple[str, str]],
+        policies: list[tuple[str, str]],
+        objectives: list[tuple[str, str]],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        for name, choices in (
+            ("model", models),
+            ("lengths", [("uniform", "uniform ranges"), *traces]),
+            ("devices", devices),
+            ("policies", policies),
+            ("objective", objectives),
+        ):
+            field = self.fields[name]
+            assert isinstance(field, forms.ChoiceField)
+            field.choices = choices
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        if data.get("lengths") == "uniform":
+            for low, high in (("in_low", "in_high"), ("out_low", "out_high")):
+                lo, hi = data.get(low), data.get(high)
+                if lo is None or hi is None:
+                    self.add_error(low if lo is None else high, "give both ends of the range")
+                elif lo > hi:
+                    self.add_error(high, "must not be below the low end")
+        if data.get("objective") in ("tco_per_year", "usd_per_million_tokens"):
+            for name in ("electricity_usd_per_kwh", "amortisation_years"):
+                if data.get(name) is None:
+                    self.add_error(name, "this objective needs the running costs")
+        return data
+
+    def document(self) -> dict[str, Any]:
+        """The plan document of the cleaned form."""
+        d = self.cleaned_data
+        if d["lengths"] == "uniform":
+            lengths_in = {"dist": "uniform", "low": d["in_low"], "high": d["in_high"]}
+            lengths_out = {"dist": "uniform", "low": d["out_low"], "high": d["out_high"]}
+        else:
+            lengths_in = {"dist": "trace", "trace": d["lengths"]}
+            lengths_out = {"dist": "trace", "trace": d["lengths"]}
+        targets: dict[str, Any] = {"ttft_p90_ms": d["ttft_p90_ms"], "tpot_p90_ms": d["tpot_p90_ms"]}
+        if d.get("min_throughput_tok_s") is not None:
+            targets["min_throughput_tok_s"] = d["min_throughput_tok_s"]
+        constraints: dict[str, Any] = {"max_devices_per_node": d["max_devices_per_node"]}
+        for key in ("max_capex_usd", "max_power_w"):
+            if d.get(key) is not None:
+                constraints[key] = d[key]
+        doc: dict[str, Any] = {
+            "name": d["name"],
+            "model": d["model"],
+            "workload": {
+                "requests": d["requests"],
+                "input_tokens": lengths_in,
+                "output_tokens": lengths_out,
+                "arrival": {"kind": "poisson", "rate_per_s": d["rate_per_s"]},
+                "seed": d["seed"],
+            },
+            "targets": targets,
+            "space": {
+                "devices": [{"device": s, "max_count": d["max_count"]} for s in d["devices"]],
+                "policies": [{"policy": p} for p in d["policies"]],
+            },
+            "constraints": constraints,
+            "objective": d["objective"],
+            "search": {"sensitivity": bool(d.get("sensitivity"))},
+        }
+        if d.get("electricity_usd_per_kwh") is not None and d.get("amortisation_years"):
+            doc["costs"] = {
+                "electricity_usd_per_kwh": d["electricity_usd_per_kwh"],
+                "amortisation_years": d["amortisation_years"],
+            }
+        return doc

@@ -58,8 +58,8 @@ def process_check(
     if queue is not None:
         # Exact membership in the comma-separated list (a prefix match would mistake
         # "hetplanner" for "hetplanner-x").
-        rows = [r for r in rows.order_by("-beat_at")[:200] if queue in r.queue_list()]
-        newest = rows[0] if rows else None
+        consuming = [r for r in rows.order_by("-beat_at")[:200] if queue in r.queue_list()]
+        newest = consuming[0] if consuming else None
     else:
         newest = rows.order_by("-beat_at").first()
     age = _age_s(newest, now)

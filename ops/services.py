@@ -6,6 +6,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from django.db import DatabaseError, close_old_connections, connection
 from django.utils import timezone
@@ -58,7 +59,7 @@ class ProcessBeater(threading.Thread):
         interval: float,
     ) -> None:
         super().__init__(name=f"heartbeat-{role}", daemon=True)
-        self.fields = {
+        self.fields: dict[str, Any] = {
             "role": role,
             "name": name,
             "hostname": hostname,

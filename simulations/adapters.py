@@ -16,6 +16,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from simulations.catalog.models import Device, LLMModel
+from simulations.catalog.models import RuntimeProfile as RuntimeProfileRow
 from simulations.choices import TraceParseStatus
 from simulations.core.catalog import Catalog
 from simulations.core.provenance import calibration_from_dict
@@ -29,8 +31,7 @@ from simulations.core.spec import (
     RuntimeProfile,
     TraceData,
 )
-from simulations.models import Device, LLMModel, Trace
-from simulations.models import RuntimeProfile as RuntimeProfileRow
+from simulations.scenarios.models import Trace
 
 
 def _plain_fields(spec: type, structured: frozenset[str]) -> tuple[str, ...]:

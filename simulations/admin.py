@@ -18,24 +18,18 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
-from simulations import services
+from simulations.catalog import services as catalog_services
+from simulations.catalog.models import Device, LLMModel, MemoryTier, RuntimeProfile
 from simulations.choices import DeviceKind, TraceVisibility
 from simulations.core.devices import device_kinds
 from simulations.core.errors import ScenarioValidationError
 from simulations.core.scenario import trace_names
 from simulations.device_families import kind_label, param_schema, params_errors
-from simulations.models import (
-    Device,
-    LLMModel,
-    MemoryTier,
-    RunEvent,
-    RuntimeProfile,
-    Scenario,
-    SimulationRun,
-    Trace,
-    Workload,
-)
 from simulations.permissions import can_edit_catalog
+from simulations.runs import services as run_services
+from simulations.runs.models import RunEvent, SimulationRun
+from simulations.scenarios import services as scenario_services
+from simulations.scenarios.models import Scenario, Trace, Workload
 
 
 class CatalogEditorAdmin(admin.ModelAdmin):
@@ -363,7 +357,7 @@ class LLMModelAdmin(CatalogEditorAdmin):
         if request.method == "POST" and form.is_valid():
             origin = form.cleaned_data["origin"] or "Hugging Face config.json"
             try:
-                row = services.hf_model_import(
+                row = catalog_services.hf_model_import(
                     config=form.cleaned_data["config"],
                     slug=form.cleaned_data["slug"],
                     name=form.cleaned_data["name"],
@@ -418,8 +412,9 @@ class TraceUploadForm(forms.ModelForm):
                 self.add_error("csv_file", "Upload the trace CSV.")
             return data
         try:
-            values = services.trace_parse(
-                slug=data.get("slug") or "trace", text=upload.read(services.MAX_TRACE_BYTES + 1)
+            values = scenario_services.trace_parse(
+                slug=data.get("slug") or "trace",
+                text=upload.read(scenario_services.MAX_TRACE_BYTES + 1),
             )
         except ValidationError as exc:
             for error in exc.message_dict.get("text", exc.messages):
@@ -476,7 +471,7 @@ class WorkloadForm(forms.ModelForm):
         if self.errors:
             return
         try:
-            services.workload_validate(self.instance)
+            scenario_services.workload_validate(self.instance)
         except ScenarioValidationError as exc:
             for path_, errors in exc.errors.items():
                 for error in errors:
@@ -504,7 +499,7 @@ class ScenarioForm(forms.ModelForm):
     def clean_document(self) -> Any:
         document = self.cleaned_data["document"]
         try:
-            spec = services.scenario_validate(document)
+            spec = scenario_services.scenario_validate(document)
         except ScenarioValidationError as exc:
             raise ValidationError(
                 [f"{p}: {m}" for p, msgs in exc.errors.items() for m in msgs]
@@ -527,7 +522,7 @@ class ScenarioAdmin(admin.ModelAdmin):
         """Save, and record the traces the document uses (as the services do), together."""
         with transaction.atomic():
             super().save_model(request, obj, form, change)
-            services.trace_references_set(trace_names(obj.document), scenario=obj)
+            scenario_services.trace_references_set(trace_names(obj.document), scenario=obj)
 
 
 class RunEventInline(admin.TabularInline):
@@ -580,7 +575,7 @@ class SimulationRunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel selected runs")
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[SimulationRun]) -> None:
-        cancelled = sum(services.run_cancel(run=run, user=request.user) for run in queryset)
+        cancelled = sum(run_services.run_cancel(run=run, user=request.user) for run in queryset)
         self.message_user(request, f"Cancelled {cancelled} run(s).", messages.SUCCESS)
 
 

@@ -49,9 +49,9 @@ _BY_NAME = {name: t for t in BUILTIN_TRACES for name in t.document_names}
 def builtin_traces_seed(only: tuple[str, ...] | None = None) -> list[str]:
     """Store the shipped traces that are not stored yet (public, no owner); return the slugs
     created. ``only`` limits it to those slugs. A slug already taken is left alone."""
-    from simulations import services
     from simulations.choices import TraceVisibility
-    from simulations.models import Trace
+    from simulations.scenarios import services
+    from simulations.scenarios.models import Trace
 
     created = []
     for t in BUILTIN_TRACES:

@@ -1,4 +1,4 @@
-"""Helpers shared by the three job systems' Celery tasks: runs (:mod:`simulations.tasks`),
+"""Helpers shared by the three job systems' Celery tasks: runs (:mod:`simulations.runs.tasks`),
 sweeps (:mod:`simulations.sweeps.tasks`) and plans (:mod:`simulations.plans.tasks`).
 
 Each system keeps its own claims and records; what is the same in all of them — how long a
@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
+import socket
+import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -21,12 +26,27 @@ from typing import Any, Protocol, TypeVar
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, close_old_connections, models, transaction
-from django.db.models import Q
+from django.contrib.auth import get_user_model
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    models,
+    transaction,
+)
+from django.db import connection as db_connection
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from simulations.choices import ChunkStatus
+from simulations.core.errors import (
+    CapacityError,
+    ScenarioValidationError,
+    SpecError,
+    UnknownPolicyError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -223,6 +243,74 @@ def run_chunk(
         beat.stop()
 
 
+class ChunkJob(models.Model):
+    """The lifecycle columns of a chunk of a sweep or a plan, one Celery task's share of the
+    job: its state, how often a worker claimed it, which worker holds it, when its message
+    was last sent and when its worker last beat. :func:`chunk_claim_row`,
+    :func:`chunk_heartbeat_row`, :func:`chunk_release_row`, :func:`requeue_stale` and
+    :func:`resend_lost` work on these columns for either kind of chunk."""
+
+    status = models.CharField(
+        max_length=16,
+        choices=ChunkStatus.choices,
+        default=ChunkStatus.QUEUED,
+        help_text="Lifecycle state.",
+    )
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Times a worker claimed the chunk (count)."
+    )
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="Host and process id of the claiming worker."
+    )
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a task message was last sent for it."
+    )
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life from the claiming worker."
+    )
+
+    class Meta:
+        abstract = True
+        indexes = [models.Index(fields=["status", "heartbeat_at"])]
+
+    @staticmethod
+    def status_constraint() -> models.CheckConstraint:
+        """The CHECK that keeps ``status`` one of :class:`ChunkStatus` (each concrete chunk
+        lists it among its own constraints)."""
+        return models.CheckConstraint(
+            condition=Q(status__in=ChunkStatus.values),
+            name="%(app_label)s_%(class)s_status_valid",
+        )
+
+
+class QuotaExceededError(Exception):
+    """A per-user quota of active jobs (runs, sweeps, plans) is used up; the message names
+    it, ``active`` and ``limit`` count the jobs."""
+
+    def __init__(self, message: str, *, active: int, limit: int) -> None:
+        super().__init__(message)
+        self.active = active
+        self.limit = limit
+
+
+def quota_check(owner: Any, active: QuerySet[Any], *, what: str, limit: int) -> None:
+    """Raise QuotaExceededError when ``active`` — ``owner``'s queued or running jobs of one
+    kind — already holds ``limit`` of them; ``what`` names the kind in the message.
+
+    Call it inside the transaction that creates the job: it locks ``owner``'s user row
+    first (a row lock on PostgreSQL; SQLite serialises writes), so two concurrent
+    submissions of one user are counted one after the other and cannot both pass.
+    """
+    get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+    count = active.count()
+    if count >= limit:
+        raise QuotaExceededError(
+            f"active {what} per user: you have {count} queued or running; at most {limit}",
+            active=count,
+            limit=limit,
+        )
+
+
 def thaw_heap() -> None:
     """Hand the frozen objects back to the collector (before dropping a cached object that
     may be part of a reference cycle, so the next collection can reclaim it)."""
@@ -392,3 +480,88 @@ def mark_unsent(
         model._default_manager.filter(pk__in=list(ids), **queued).update(enqueued_at=None)
     except TRANSIENT_ERRORS:
         logger.warning("could not mark %s %s unsent", model.__name__, list(ids), exc_info=True)
+
+
+#: Longest error message stored on a run, in characters.
+MAX_ERROR_CHARS = 4000
+
+
+@dataclass
+class ReconcileReport:
+    """What a reconciler did, by job id (runs, traces)."""
+
+    requeued: list[int] = field(default_factory=list)
+    resent: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+
+
+#: Errors that describe the scenario, not the infrastructure: fail the run, never retry.
+DOMAIN_ERRORS = (SpecError, CapacityError, UnknownPolicyError, ScenarioValidationError)
+
+
+class RunAbandonedError(Exception):
+    """This attempt no longer holds the run (it was cancelled or handed to another attempt)."""
+
+
+def worker_id() -> str:
+    """``host:pid`` of this worker process (stored on the run while it holds it)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Heartbeat(threading.Thread, ABC):
+    """Writes the latest progress and a heartbeat every ``interval`` seconds.
+
+    Runs beside the simulation so the heartbeat does not depend on how often the core
+    reports progress. Uses its own database connection (Django's are per thread).
+    """
+
+    def __init__(self, run_id: int, attempt: int, interval: float) -> None:
+        super().__init__(name=f"heartbeat-run-{run_id}", daemon=True)
+        self.run_id = run_id
+        self.attempt = attempt
+        self.interval = interval
+        self.fraction = 0.0
+        #: What the log calls the job when a heartbeat write fails.
+        self.label = f"run {run_id}"
+        self.lost = threading.Event()
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self._stop_event.wait(self.interval):
+                try:
+                    owned = self.mark(int(self.fraction * 100))
+                except DatabaseError:
+                    logger.warning("%s: heartbeat write failed", self.label, exc_info=True)
+                    continue
+                if not owned:
+                    self.lost.set()
+                    return
+        finally:
+            db_connection.close()
+
+    @abstractmethod
+    def mark(self, percent: int) -> bool:
+        """Write the progress and the heartbeat; False once the job is no longer this
+        attempt's. Each job's heartbeat says how (runs, sweep chunks, plan stages and chunks)."""
+
+    def stop(self) -> None:
+        """Stop beating and wait for the thread to end."""
+        self._stop_event.set()
+        self.join(timeout=max(5.0, 2 * self.interval))
+
+    def progress(self, fraction: float) -> None:
+        """Progress callback for the core; raises RunAbandonedError once the run is not ours."""
+        if self.lost.is_set():
+            raise RunAbandonedError
+        self.fraction = min(max(float(fraction), 0.0), 1.0)
+
+
+def describe_error(exc: BaseException) -> str:
+    if isinstance(exc, ScenarioValidationError):
+        return f"invalid scenario: {exc}"
+    if isinstance(exc, UnknownPolicyError):
+        return str(exc)
+    if isinstance(exc, CapacityError):
+        return f"does not fit: {exc}"
+    return str(exc) or type(exc).__name__

@@ -7,7 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
+
 from simulations.choices import TraceVisibility
+
+
+def signed_in(user: Any) -> User:
+    """``user`` as the signed-in account it is in a view that requires one (the API's
+    IsAuthenticated, the pages' login_required); PermissionDenied (403) for anyone else,
+    which only a view without that requirement could let through."""
+    if not isinstance(user, User) or not user.is_authenticated:
+        raise PermissionDenied("sign in first")
+    return user
 
 
 def can_edit_catalog(user: Any) -> bool:
@@ -26,8 +38,8 @@ def can_edit_catalog(user: Any) -> bool:
 
 def can_delete_trace(user: Any, trace: Any) -> bool:
     """Whether ``user`` may delete ``trace`` (in-use traces are refused separately, by
-    :func:`simulations.services.trace_delete`): its owner deletes a private or shared one;
-    catalog editors delete any, and only they a public (built-in) one."""
+    :func:`simulations.scenarios.services.trace_delete`): its owner deletes a private or
+    shared one; catalog editors delete any, and only they a public (built-in) one."""
     if can_edit_catalog(user):
         return True
     return bool(

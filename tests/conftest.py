@@ -59,7 +59,7 @@ def staff(db: Any) -> Any:
 @pytest.fixture
 def fixture_catalog_rows(db: Any) -> Any:
     """The records of ``tests/catalog_records.py`` stored through the seeding service."""
-    from simulations.services import catalog_seed
+    from simulations.catalog.services import catalog_seed
     from tests.catalog_records import records
 
     return catalog_seed(**records())
@@ -68,7 +68,7 @@ def fixture_catalog_rows(db: Any) -> Any:
 @pytest.fixture
 def builtin_catalog_rows(db: Any) -> Any:
     """The built-in catalog (``simulations/core/data``) stored through the seeding service."""
-    from simulations.services import catalog_seed
+    from simulations.catalog.services import catalog_seed
 
     return catalog_seed()
 

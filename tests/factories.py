@@ -12,18 +12,11 @@ from typing import Any
 import factory
 from django.contrib.auth import get_user_model
 
+from simulations.catalog.models import Device, LLMModel, MemoryTier, RuntimeProfile
 from simulations.choices import DeviceKind, FfnKind, MemoryKind, RunStatus
 from simulations.measurements.models import MeasurementSet
-from simulations.models import (
-    Device,
-    LLMModel,
-    MemoryTier,
-    RuntimeProfile,
-    Scenario,
-    SimulationRun,
-    Trace,
-    Workload,
-)
+from simulations.runs.models import SimulationRun
+from simulations.scenarios.models import Scenario, Trace, Workload
 
 A100_SOURCE = "NVIDIA A100 datasheet r4 (test fixture value)"
 

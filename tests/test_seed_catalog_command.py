@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from simulations.choices import TraceVisibility
-from simulations.models import Trace
+from simulations.scenarios.models import Trace
 
 pytestmark = pytest.mark.django_db
 

@@ -23,13 +23,20 @@ from django.views.decorators.http import require_POST
 from frontend.charts import chart
 from frontend.charts.calibration import fit_figure
 from frontend.views.common import validation_messages
+from simulations.catalog.models import Device, LLMModel
 from simulations.core.calibration.measurements import MAX_BYTES
 from simulations.measurements import selectors, services
 from simulations.measurements.models import Calibration, MeasurementSet, Visibility
-from simulations.models import Device, LLMModel
 from simulations.permissions import can_edit_catalog
 
 SLUG_HELP = "Lower-case letters, digits and hyphens."
+
+
+def _choice_field(form: forms.Form, name: str) -> forms.ChoiceField:
+    """The form's choice field ``name`` (its choices are set per user)."""
+    field = form.fields[name]
+    assert isinstance(field, forms.ChoiceField)
+    return field
 
 
 def _stack_choices(user: Any) -> list[tuple[str, str]]:
@@ -57,15 +64,15 @@ class MeasurementImportForm(forms.Form):
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["stack"].choices = _stack_choices(user)
-        self.fields["device"].choices = [("", "—")] + [
+        _choice_field(self, "stack").choices = _stack_choices(user)
+        _choice_field(self, "device").choices = [("", "—")] + [
             (d.slug, d.name) for d in Device.objects.filter(kind="gpu").order_by("slug")
         ]
-        self.fields["model"].choices = [("", "—")] + [
+        _choice_field(self, "model").choices = [("", "—")] + [
             (m.slug, m.name) for m in LLMModel.objects.order_by("slug")
         ]
         if not can_edit_catalog(user):
-            self.fields["visibility"].choices = [
+            _choice_field(self, "visibility").choices = [
                 c for c in Visibility.choices if c[0] != Visibility.PUBLIC
             ]
 
@@ -90,14 +97,15 @@ class CalibrateForm(forms.Form):
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["measurement_set"].choices = [("", "—")] + [
+        _choice_field(self, "measurement_set").choices = [("", "—")] + [
             (m.slug, f"{m.name} ({m.device.slug}, {m.llm.slug}, {m.row_count} rows)")
             for m in selectors.measurement_sets_visible_to(user).defer("rows")
         ]
-        self.fields["stack"].choices = [("", "—"), *_stack_choices(user)]
+        _choice_field(self, "stack").choices = [("", "—"), *_stack_choices(user)]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         has_set, has_file = bool(data.get("measurement_set")), data.get("file") is not None
         if has_set == has_file:
             raise ValidationError("Choose a measurement set or upload a CSV (one).")

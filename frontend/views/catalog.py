@@ -19,11 +19,13 @@ from frontend.charts import chart
 from frontend.charts.roofline import roofline_figure
 from frontend.forms import HfImportForm
 from frontend.views.common import catalog_editor_required, validation_messages
-from simulations import selectors, services
 from simulations.adapters import device_spec, model_spec, runtime_spec
+from simulations.catalog import selectors, services
+from simulations.catalog.models import Device, LLMModel, RuntimeProfile
 from simulations.choices import TraceVisibility
+from simulations.core.catalog import builtin_cloud_offers
+from simulations.core.devices import roofline_kinds
 from simulations.device_families import device_kind_choices, param_schema
-from simulations.models import Device, LLMModel, RuntimeProfile
 from simulations.permissions import can_edit_catalog
 
 logger = logging.getLogger(__name__)
@@ -189,7 +191,7 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
     )
     roofs: list[dict[str, Any]] = []
     roof_chart = None
-    if device.memory_tiers.all() and device.kind in analysis.ROOFLINE_KINDS:
+    if device.memory_tiers.all() and device.kind in roofline_kinds():
         # the roofs evaluate the device and runtime models (the page's main cost): cached
         # per device and catalog version, so any catalog edit gives fresh figures
         key = f"device-roofline:v1:{device.slug}:{selectors.catalog_version()}"
@@ -222,6 +224,7 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "roofs": roofs,
             "roof_chart": roof_chart,
             "notes": device.notes,
+            "cloud_offers": [o for o in builtin_cloud_offers().values() if o.device == device.slug],
         },
     )
 

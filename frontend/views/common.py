@@ -10,12 +10,12 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 
-from simulations import selectors
+from simulations.catalog.models import Device, LLMModel
 from simulations.choices import TraceParseStatus
 from simulations.core.catalog import builtin_links
 from simulations.measurements.selectors import runtimes_visible_to
-from simulations.models import Device, LLMModel
 from simulations.permissions import can_edit_catalog
+from simulations.scenarios import selectors
 
 View = Callable[..., HttpResponse]
 

@@ -11,8 +11,11 @@ from django.views.decorators.http import require_POST
 
 from frontend import examples
 from frontend.views.runs import submit_run
-from simulations import selectors, services
+from simulations.catalog import selectors as catalog_selectors
 from simulations.core.errors import ScenarioValidationError
+from simulations.runs import selectors as run_selectors
+from simulations.scenarios import selectors as scenario_selectors
+from simulations.scenarios import services
 
 #: Rows of each list on the dashboard.
 RECENT = 8
@@ -21,12 +24,12 @@ RECENT = 8
 def index(request: HttpRequest) -> HttpResponse:
     """Signed in: the dashboard. Otherwise: the catalog overview with a sign-in link."""
     if not request.user.is_authenticated:
-        context = selectors.catalog_overview()
+        context = catalog_selectors.catalog_overview()
         context["anonymous"] = True
         return render(request, "frontend/landing.html", context)
-    runs = list(selectors.runs_visible_to(request.user).defer("result", "document")[:RECENT])
+    runs = list(run_selectors.runs_visible_to(request.user).defer("result", "document")[:RECENT])
     scenarios = list(
-        selectors.scenarios_visible_to(request.user)
+        scenario_selectors.scenarios_visible_to(request.user)
         .defer("document")
         .order_by("-updated_at")[:RECENT]
     )

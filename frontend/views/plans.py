@@ -21,14 +21,16 @@ from frontend import examples
 from frontend.charts import chart
 from frontend.charts.base import finite, fmt_distinct
 from frontend.charts.sweep import pareto_figure
+from frontend.forms import PlanForm
 from frontend.provenance import plan_provenance
 from frontend.views.common import int_or_404, page_number
-from simulations import services
 from simulations.core import json_fields
 from simulations.core.errors import ScenarioValidationError
+from simulations.jobs import QuotaExceededError
 from simulations.plans import selectors as plan_selectors
 from simulations.plans import services as plan_services
 from simulations.plans.models import Plan
+from simulations.scenarios import services
 
 #: The plan document the form starts from.
 EXAMPLE_PLAN = Path(settings.BASE_DIR) / "examples" / "plan-llama2-7b-conv.json"
@@ -57,37 +59,89 @@ def _ensure_example_traces() -> None:
         examples.ensure_traces(example)
 
 
+def _plan_form(request: HttpRequest, data: Any = None) -> PlanForm:
+    """The plan form with the catalog's models, priced devices and screened policies, the
+    traces the user may use, and the planner's objectives."""
+    from simulations.builtin_traces import builtin_traces_seed
+    from simulations.catalog import selectors as catalog_selectors
+    from simulations.core.planner.document import OBJECTIVES
+    from simulations.core.policies import get_policy, screened_policies
+    from simulations.scenarios import selectors as scenario_selectors
+
+    builtin_traces_seed()  # the shipped Azure traces, stored once
+    devices = [
+        (d.slug, f"{d.name} (${d.price_usd:,.0f})")
+        for d in catalog_selectors.device_list()
+        if d.price_usd and d.parent_id is None
+    ]
+    return PlanForm(
+        data,
+        models=[(m.slug, m.name) for m in catalog_selectors.model_list()],
+        traces=[
+            (t.slug, f"trace: {t.name}")
+            for t in scenario_selectors.traces_visible_to(request.user).defer("data")
+        ],
+        devices=devices,
+        policies=[(n, f"{n} — {get_policy(n).summary}") for n in screened_policies()],
+        objectives=[(o, o.replace("_", " ")) for o in OBJECTIVES],
+        initial={
+            "devices": ["a100-80gb", "u280"],
+            "policies": ["homogeneous", "glitches"],
+            "objective": "capex",
+            "model": "llama2-7b",
+            "lengths": "azure-conv-2023",
+        },
+    )
+
+
+def _submit(request: HttpRequest, document: Any) -> tuple[Plan | None, list[tuple[str, str]]]:
+    """Store and queue the plan ``document``, or say why not (JSON path, message)."""
+    try:
+        _ensure_example_traces()
+        return plan_services.plan_create(spec=document, owner=request.user), []
+    except ScenarioValidationError as exc:
+        return None, [(path, m) for path, msgs in exc.errors.items() for m in msgs]
+    except QuotaExceededError as exc:
+        return None, [("document", str(exc))]
+    except ValidationError as exc:
+        return None, [("document", "; ".join(exc.messages))]
+
+
 @login_required
 def plan_list(request: HttpRequest) -> HttpResponse:
-    """The user's plans, and the form to submit one (pre-filled with the example)."""
+    """The user's plans, and two ways to submit one: the form, or the plan document as JSON
+    (pre-filled with the example) for what the form does not offer."""
     text = _example_text()
     errors: list[tuple[str, str]] = []
     status = 200
+    form = _plan_form(request)
+    json_open = False
     if request.method == "POST":
-        text = request.POST.get("document", "")[:MAX_PLAN_CHARS]
-        try:
-            document = json_fields.loads(text)
-        except json_fields.JsonInputError as exc:
-            errors = [(path, m) for path, msgs in exc.problems.items() for m in msgs]
-        else:
+        if request.POST.get("mode") == "json" or "document" in request.POST:
+            json_open = True
+            text = request.POST.get("document", "")[:MAX_PLAN_CHARS]
             try:
-                _ensure_example_traces()
-                plan = plan_services.plan_create(spec=document, owner=request.user)
-            except ScenarioValidationError as exc:
-                errors = [(path, m) for path, msgs in exc.errors.items() for m in msgs]
-            except plan_services.QuotaExceededError as exc:
-                errors = [("document", str(exc))]
-            except ValidationError as exc:
-                errors = [("document", "; ".join(exc.messages))]
+                document = json_fields.loads(text)
+            except json_fields.JsonInputError as exc:
+                errors = [(path, m) for path, msgs in exc.problems.items() for m in msgs]
             else:
-                return redirect("frontend:plan_detail", pk=plan.pk)
+                plan, errors = _submit(request, document)
+                if plan is not None:
+                    return redirect("frontend:plan_detail", pk=plan.pk)
+        else:
+            form = _plan_form(request, request.POST)
+            if form.is_valid():
+                plan, errors = _submit(request, form.document())
+                if plan is not None:
+                    return redirect("frontend:plan_detail", pk=plan.pk)
+                text = json.dumps(form.document(), indent=2)
         status = 400
     qs = plan_selectors.plans_visible_to(request.user).defer("document", "result")
     page = Paginator(qs, 25).get_page(page_number(request))
     return render(
         request,
         "frontend/plans/list.html",
-        {"page": page, "text": text, "errors": errors},
+        {"page": page, "text": text, "errors": errors, "form": form, "json_open": json_open},
         status=status,
     )
 
@@ -129,6 +183,16 @@ def _front_rows(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return front
 
 
+def _energy_front_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The finished plan's capex-vs-energy-per-token front (as the CLI prints it), figures
+    written to as many digits as it takes to tell the configurations apart."""
+    front = [dict(p) for p in (result.get("pareto") or {}).get("capex_vs_energy_per_token", [])]
+    for key in ("capex_usd", "energy_j_per_token", "throughput_tok_s"):
+        for p, label in zip(front, fmt_distinct([p.get(key) for p in front]), strict=True):
+            p[f"{key}_label"] = label
+    return front
+
+
 @login_required
 def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A plan: progress, recommendation and why, Pareto front, cheapest per device type."""
@@ -158,6 +222,8 @@ def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "per_device_type": result.get("per_device_type") or [],
             "pareto": pareto,
             "front": _front_rows(points),
+            "energy_front": _energy_front_rows(result),
+            "sensitivity": result.get("sensitivity"),
         },
     )
 

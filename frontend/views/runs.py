@@ -10,13 +10,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -40,11 +38,16 @@ from frontend.charts.timeline import timeline_figure
 from frontend.parallel import parallel_rows
 from frontend.provenance import result_provenance
 from frontend.views.common import int_or_404, page_number
-from simulations import selectors, services
-from simulations.choices import ACTIVE_STATUSES, RunStatus
+from simulations.catalog import selectors as catalog_selectors
+from simulations.choices import RunStatus
 from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
 from simulations.core.policies import Policy, PolicyFigure, get_policy
-from simulations.models import Scenario, SimulationRun
+from simulations.jobs import QuotaExceededError
+from simulations.runs import selectors as run_selectors
+from simulations.runs import services as run_services
+from simulations.runs.models import SimulationRun
+from simulations.scenarios import services as scenario_services
+from simulations.scenarios.models import Scenario
 
 #: Heavier figures a run page loads after the page itself (they call the core): the
 #: roofline for every run, then the figures the scenario's policies declare
@@ -92,7 +95,7 @@ def _run_or_404(request: HttpRequest, pk: Any, *, defer_result: bool = False) ->
     ``defer_result`` leaves the result document (about 1 MB of JSON for a 10-system run)
     unread until :func:`_result_of` asks for it — pages that find what they need in the
     cache never read it."""
-    qs = selectors.runs_visible_to(request.user)
+    qs = run_selectors.runs_visible_to(request.user)
     if defer_result:
         qs = qs.defer("result")
     try:
@@ -110,25 +113,21 @@ def submit_run(request: HttpRequest, scenario: Scenario) -> SimulationRun | None
     """Queue a run of ``scenario`` for the user, within their quota of active runs (a
     message says why not, and None is returned). ScenarioValidationError and
     PermissionDenied propagate."""
-    limit = int(getattr(settings, "HETPLANNER_MAX_ACTIVE_RUNS_PER_USER", 20))
-    with transaction.atomic():
-        active = SimulationRun.objects.filter(
-            owner_id=request.user.pk, status__in=ACTIVE_STATUSES
-        ).count()
-        if active >= limit:
-            messages.error(
-                request,
-                f"You have {active} runs queued or running; at most {limit} at once. "
-                "Wait for one to finish or cancel one.",
-            )
-            return None
-        return services.simulation_run_create(scenario=scenario, owner=request.user)
+    try:
+        return run_services.run_submit(scenario=scenario, owner=request.user)
+    except QuotaExceededError as exc:
+        messages.error(
+            request,
+            f"You have {exc.active} runs queued or running; at most {exc.limit} at once. "
+            "Wait for one to finish or cancel one.",
+        )
+        return None
 
 
 @login_required
 def run_list(request: HttpRequest) -> HttpResponse:
     """The user's runs, newest first."""
-    qs = selectors.runs_visible_to(request.user).defer("result", "document")
+    qs = run_selectors.runs_visible_to(request.user).defer("result", "document")
     status = request.GET.get("status", "")
     if status in RunStatus.values:
         qs = qs.filter(status=status)
@@ -142,7 +141,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "rows": [(r, headlines.get(r.pk)) for r in page],
             "status": status,
             "statuses": RunStatus.choices,
-            "max_compared": selectors.MAX_COMPARED_RUNS,
+            "max_compared": run_selectors.MAX_COMPARED_RUNS,
         },
     )
 
@@ -159,7 +158,7 @@ def _headlines(runs: list[SimulationRun]) -> dict[int, dict[str, Any] | None]:
             out[pk] = cached["headline"]
         else:
             missing.append(pk)
-    for pk, result in selectors.run_results(missing).items():
+    for pk, result in run_selectors.run_results(missing).items():
         out[pk] = results.headline(results.systems_of(result))
         _cache_set(keys[pk], {"headline": out[pk]})
     return out
@@ -185,7 +184,7 @@ def run_status(request: HttpRequest, pk: int) -> JsonResponse:
     """Status and progress of a run, polled by the run page while it is active."""
     try:
         run = (
-            selectors.runs_visible_to(request.user)
+            run_selectors.runs_visible_to(request.user)
             .select_related(None)
             .only("id", "status", "progress", "error", "attempts", "started_at", "finished_at")
             .get(pk=pk)
@@ -213,7 +212,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "run": run,
         "status": _status_payload(run),
         "document": run.document,
-        "events": list(selectors.run_events(run)),
+        "events": list(run_selectors.run_events(run)),
         "systems": [],
         "baseline": 0,
     }
@@ -297,6 +296,7 @@ def _comparison(
         "summary": results.summary_rows(systems, baseline),
         "provenance": result_provenance(systems),
         "tco": costs.tco_rows(systems),
+        "cloud_prices": costs.cloud_price_notes(costs.tco_rows(systems)),
         "capacity": costs.capacity_rows(systems),
         "parallel": parallel_rows(systems),
         "lazy_figures": [
@@ -422,11 +422,11 @@ def run_figure(request: HttpRequest, pk: int, name: str) -> HttpResponse:
         name not in COMMON_LAZY_FIGURES and name not in POLICY_FIGURES
     ):
         raise Http404("no such figure")
-    key = _view_cache_key(f"run-figure-{name}", run, request, selectors.catalog_version())
+    key = _view_cache_key(f"run-figure-{name}", run, request, catalog_selectors.catalog_version())
     body = _cache_get(key)
     if not isinstance(body, str):
         try:
-            spec = services.scenario_validate(run.document)
+            spec = scenario_services.scenario_validate(run.document)
         except ScenarioValidationError as exc:
             return JsonResponse(
                 {"error": f"the run's scenario no longer validates against the catalog: {exc}"},
@@ -475,7 +475,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     """Cancel a queued or running run."""
     run = _run_or_404(request, pk)
     try:
-        changed = services.run_cancel(run=run, user=request.user)
+        changed = run_services.run_cancel(run=run, user=request.user)
     except PermissionDenied:
         raise Http404("no such run") from None
     if changed:
@@ -540,27 +540,29 @@ def _compare_ids(request: HttpRequest) -> list[int]:
     them), distinct, in order. Raises _BadIdsError saying what is wrong."""
     raw = [p.strip() for v in request.GET.getlist("ids") for p in v.split(",") if p.strip()]
     try:
-        ids = list(dict.fromkeys(int(p) for p in raw[: selectors.MAX_COMPARED_RUNS + 1]))
+        ids = list(dict.fromkeys(int(p) for p in raw[: run_selectors.MAX_COMPARED_RUNS + 1]))
     except ValueError:
         raise _BadIdsError("ids: give run numbers separated by commas, e.g. ?ids=3,7") from None
-    if len(ids) < 2 or len(raw) > selectors.MAX_COMPARED_RUNS:
-        raise _BadIdsError(f"ids: select between 2 and {selectors.MAX_COMPARED_RUNS} distinct runs")
+    if len(ids) < 2 or len(raw) > run_selectors.MAX_COMPARED_RUNS:
+        raise _BadIdsError(
+            f"ids: select between 2 and {run_selectors.MAX_COMPARED_RUNS} distinct runs"
+        )
     return ids
 
 
-def _compared(request: HttpRequest) -> selectors.RunsToCompare:
+def _compared(request: HttpRequest) -> run_selectors.RunsToCompare:
     """The runs ``?ids=`` names, their results unread (404 when any is not the viewer's to
     see, without saying which). _BadIdsError propagates."""
     ids = _compare_ids(request)
     try:
-        return selectors.runs_to_compare(request.user, ids)
+        return run_selectors.runs_to_compare(request.user, ids)
     except SimulationRun.DoesNotExist:
         raise Http404("no such run") from None
 
 
 def _compared_systems(runs: list[SimulationRun]) -> list[dict[str, Any]]:
     """The runs' systems labelled by run (reads their results)."""
-    found = selectors.run_results([r.pk for r in runs])
+    found = run_selectors.run_results([r.pk for r in runs])
     return results.compared_systems([(r.pk, found.get(r.pk)) for r in runs])
 
 
@@ -618,6 +620,7 @@ def _compare_tables(
                 "clipped": results.clipped_requests(systems),
                 "provenance": result_provenance(systems),
                 "tco": costs.tco_rows(systems),
+                "cloud_prices": costs.cloud_price_notes(costs.tco_rows(systems)),
                 "capacity": costs.capacity_rows(systems),
                 "parallel": parallel_rows(systems),
                 "charts": COMPARISON_CHARTS,

@@ -17,19 +17,22 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from frontend import builder, examples
-from frontend.forms import LoadSweepForm
+from frontend.forms import SweepForm
 from frontend.provenance import builder_provenance
 from frontend.views.common import catalog_choices, int_or_404, page_number, saved_workload_documents
 from frontend.views.runs import submit_run
-from simulations import selectors, services
 from simulations.core.errors import ScenarioValidationError
-from simulations.models import Scenario
+from simulations.jobs import QuotaExceededError
+from simulations.runs import selectors as run_selectors
+from simulations.scenarios import selectors as scenario_selectors
+from simulations.scenarios import services
+from simulations.scenarios.models import Scenario
 
 
 def _scenario_or_404(request: HttpRequest, pk: Any, *, own: bool = False) -> Scenario:
     """A scenario the user may read (or, with ``own``, edit); 404 otherwise."""
     try:
-        scenario = selectors.scenario_get_for(request.user, int_or_404(pk))
+        scenario = scenario_selectors.scenario_get_for(request.user, int_or_404(pk))
     except Scenario.DoesNotExist:
         raise Http404("no such scenario") from None
     if own and scenario.owner_id != request.user.pk:
@@ -40,7 +43,7 @@ def _scenario_or_404(request: HttpRequest, pk: Any, *, own: bool = False) -> Sce
 @login_required
 def scenario_list(request: HttpRequest) -> HttpResponse:
     """The user's scenarios and the ones others shared."""
-    qs = selectors.scenarios_visible_to(request.user).order_by("-updated_at", "-id")
+    qs = scenario_selectors.scenarios_visible_to(request.user).order_by("-updated_at", "-id")
     page = Paginator(qs, 25).get_page(page_number(request))
     return render(request, "frontend/scenarios/list.html", {"page": page})
 
@@ -122,6 +125,26 @@ def _builder_context(
                 "field": f"slo-{k}",
             }
             for k, label, unit in builder.SLO_FIELDS
+        ],
+        "cost_fields": [
+            {
+                "key": k,
+                "label": label,
+                "unit": unit,
+                "value": state.costs.get(k, ""),
+                "field": f"costs-{k}",
+            }
+            for k, label, unit in builder.COST_FIELDS
+        ],
+        "capacity_fields": [
+            {
+                "key": k,
+                "label": label,
+                "unit": unit,
+                "value": state.capacity.get(k, ""),
+                "field": f"capacity-{k}",
+            }
+            for k, label, unit in builder.CAPACITY_FIELDS
         ],
         "link_slugs": [link["slug"] for link in choices["links"]],
         "length_kinds": builder.LENGTH_KINDS,
@@ -234,7 +257,7 @@ def scenario_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A scenario's document, its runs and sweeps, and what can be done with it."""
     scenario = _scenario_or_404(request, pk)
     runs = list(
-        selectors.runs_visible_to(request.user)
+        run_selectors.runs_visible_to(request.user)
         .filter(scenario=scenario)
         .defer("result", "document")[:20]
     )
@@ -253,7 +276,7 @@ def scenario_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "document_json": json.dumps(scenario.document, indent=2),
             "runs": runs,
             "own": scenario.owner_id == request.user.pk,
-            "sweep_form": LoadSweepForm(initial={"rates": suggested}),
+            "sweep_form": SweepForm(document=scenario.document, initial={"values": suggested}),
         },
     )
 
@@ -300,36 +323,34 @@ def scenario_document(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def scenario_load_sweep(request: HttpRequest, pk: int) -> HttpResponse:
-    """Start a sweep of the Poisson arrival rate over the given rates."""
+    """Start a sweep of one numeric setting (the Poisson arrival rate by default) over the
+    given values."""
     from simulations.sweeps import services as sweep_services
     from simulations.sweeps.expand import SweepValidationError
 
     scenario = _scenario_or_404(request, pk)
-    form = LoadSweepForm(request.POST)
+    form = SweepForm(request.POST, document=scenario.document)
     if not form.is_valid():
         for msgs in form.errors.values():
             for m in msgs:
-                messages.error(request, f"Load sweep: {m}")
+                messages.error(request, f"Sweep: {m}")
         return redirect("frontend:scenario_detail", pk=scenario.pk)
     template = copy.deepcopy(scenario.document)
-    workload = template.get("workload") or {}
-    workload["arrival"] = {"kind": "poisson", "rate_per_s": form.cleaned_data["rates"][0]}
-    template["workload"] = workload
-    axes = [
-        {
-            "name": "rate_per_s",
-            "path": "workload.arrival.rate_per_s",
-            "values": form.cleaned_data["rates"],
-        }
-    ]
+    path, values = form.cleaned_data["parameter"], form.cleaned_data["values"]
+    if path == "workload.arrival.rate_per_s":
+        workload = template.get("workload") or {}
+        workload["arrival"] = {"kind": "poisson", "rate_per_s": values[0]}
+        template["workload"] = workload
+    axes = [{"name": form.cleaned_data["name"], "path": path, "values": values}]
+    label = form.parameters[path][0]
     try:
         sweep = sweep_services.sweep_create(
-            owner=request.user, name=f"{scenario.name}: load sweep", template=template, axes=axes
+            owner=request.user, name=f"{scenario.name}: {label} sweep", template=template, axes=axes
         )
     except SweepValidationError as exc:
-        messages.error(request, f"Load sweep: {exc}")
+        messages.error(request, f"Sweep: {exc}")
         return redirect("frontend:scenario_detail", pk=scenario.pk)
-    except sweep_services.QuotaExceededError as exc:
+    except QuotaExceededError as exc:
         messages.error(request, str(exc))
         return redirect("frontend:scenario_detail", pk=scenario.pk)
     return redirect("frontend:sweep_detail", pk=sweep.pk)

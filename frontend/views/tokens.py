@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -19,14 +20,15 @@ from django.views.decorators.http import require_POST
 from api.models import ApiToken, hash_key, new_key
 from frontend.forms import TokenForm
 from frontend.views.common import int_or_404
+from simulations.permissions import signed_in
 
 
-def token_create(user: object, name: str) -> tuple[ApiToken | None, str, str]:
+def token_create(user: User, name: str) -> tuple[ApiToken | None, str, str]:
     """Create a token for ``user``: (token, key, "") or (None, "", why not)."""
     limit = int(getattr(settings, "HETPLANNER_MAX_TOKENS_PER_USER", 20))
     key = new_key()
     with transaction.atomic():
-        get_user_model().objects.select_for_update().filter(pk=user.pk).first()  # type: ignore[attr-defined]
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         if ApiToken.objects.filter(user=user).count() >= limit:
             return None, "", f"At most {limit} tokens per user; revoke one first."
         token = ApiToken.objects.create(
@@ -45,7 +47,9 @@ def token_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = TokenForm(request.POST)
         if form.is_valid():
-            token, new_key_value, error = token_create(request.user, form.cleaned_data["name"])
+            token, new_key_value, error = token_create(
+                signed_in(request.user), form.cleaned_data["name"]
+            )
             if token is None:
                 form.add_error(None, error)
                 status = 400
@@ -53,7 +57,9 @@ def token_list(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Created token “{token.name}”. Copy the key now.")
         else:
             status = 400
-    tokens = list(ApiToken.objects.filter(user=request.user).order_by("-created_at", "-id"))
+    tokens = list(
+        ApiToken.objects.filter(user=signed_in(request.user)).order_by("-created_at", "-id")
+    )
     return render(
         request,
         "frontend/tokens.html",
@@ -66,7 +72,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     """Revoke (delete) one of the user's tokens."""
-    deleted, _ = ApiToken.objects.filter(user=request.user, pk=int_or_404(pk)).delete()
+    deleted, _ = ApiToken.objects.filter(user=signed_in(request.user), pk=int_or_404(pk)).delete()
     if not deleted:
         raise Http404("no such token")
     messages.success(request, "Token revoked.")

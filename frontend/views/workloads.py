@@ -17,12 +17,12 @@ from frontend.charts import chart
 from frontend.charts.workload import arrival_rate_figure, lengths_figure
 from frontend.forms import TraceUploadForm, WorkloadForm, workload_error_field
 from frontend.views.common import int_or_404, validation_messages
-from simulations import selectors, services
 from simulations.choices import TraceParseStatus
 from simulations.core.engine.requests import generate_requests
 from simulations.core.errors import ScenarioValidationError, SpecError
-from simulations.models import Trace, Workload
 from simulations.permissions import can_delete_trace
+from simulations.scenarios import selectors, services
+from simulations.scenarios.models import Trace, Workload
 
 
 def _trace_choices(user: Any) -> list[tuple[str, str]]:

@@ -326,7 +326,7 @@ SPECTACULAR_SETTINGS.update(
         "ENUM_NAME_OVERRIDES": {
             "RunStatusEnum": "simulations.choices.RunStatus",
             "DeviceKindEnum": "simulations.choices.DeviceKind",
-            "PrecisionBitsEnum": "api.serializers.PRECISION_CHOICES",
+            "PrecisionBitsEnum": "api.common.PRECISION_CHOICES",
         },
         "POSTPROCESSING_HOOKS": [
             "drf_spectacular.hooks.postprocess_schema_enums",

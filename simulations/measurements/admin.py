@@ -10,9 +10,9 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
+from simulations.catalog.models import Device, LLMModel, RuntimeProfile
 from simulations.measurements import services
 from simulations.measurements.models import Calibration, MeasurementSet, Visibility
-from simulations.models import Device, LLMModel, RuntimeProfile
 from simulations.permissions import can_edit_catalog
 
 
@@ -34,9 +34,9 @@ class MeasurementSetImportForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["device"].queryset = Device.objects.order_by("slug")
-        self.fields["llm"].queryset = LLMModel.objects.order_by("slug")
-        self.fields["runtime"].queryset = RuntimeProfile.objects.filter(
+        self._related("device").queryset = Device.objects.order_by("slug")
+        self._related("llm").queryset = LLMModel.objects.order_by("slug")
+        self._related("runtime").queryset = RuntimeProfile.objects.filter(
             visibility=Visibility.PUBLIC
         ).order_by("slug")
         if self.instance.pk is not None:
@@ -44,8 +44,15 @@ class MeasurementSetImportForm(forms.ModelForm):
             for name in ("device", "llm", "runtime"):
                 self.fields[name].disabled = True
 
+    def _related(self, name: str) -> forms.ModelChoiceField[Any]:
+        """The form field of the foreign key ``name`` (a ModelChoiceField)."""
+        field = self.fields[name]
+        assert isinstance(field, forms.ModelChoiceField)
+        return field
+
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         upload = data.get("csv_file")
         if self.instance.pk is not None:
             if upload is not None:

@@ -11,8 +11,8 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from simulations.catalog.models import RuntimeProfile
 from simulations.measurements.models import Calibration, MeasurementSet, Visibility
-from simulations.models import RuntimeProfile
 
 
 def _visible(user: Any) -> Q:

@@ -29,6 +29,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from simulations.adapters import catalog_from_db, runtime_spec, runtime_values
+from simulations.catalog.models import Device, LLMModel
+from simulations.catalog.models import RuntimeProfile as RuntimeProfileRow
 from simulations.core.calibration.fit import FitRefusedError, fit_profile, with_values
 from simulations.core.calibration.measurements import (
     COLUMNS,
@@ -41,8 +43,6 @@ from simulations.core.jsonsafe import finite
 from simulations.core.provenance import CalibrationInfo
 from simulations.measurements import selectors
 from simulations.measurements.models import Calibration, MeasurementSet, Visibility
-from simulations.models import Device, LLMModel
-from simulations.models import RuntimeProfile as RuntimeProfileRow
 from simulations.permissions import can_edit_catalog
 
 #: Largest set fitted in a request (rows): the A100 set has 62 and fits in ~0.1 s.

@@ -21,7 +21,8 @@ from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from simulations.choices import ChunkStatus, RunStatus
+from simulations.choices import RunStatus
+from simulations.jobs import ChunkJob
 
 
 class PlanStage(models.TextChoices):
@@ -170,7 +171,7 @@ class Plan(models.Model):
         return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
 
 
-class PlanChunk(models.Model):
+class PlanChunk(ChunkJob):
     """Some configurations of one confirmation round, simulated by one Celery task."""
 
     plan = models.ForeignKey(
@@ -181,36 +182,14 @@ class PlanChunk(models.Model):
     configs = models.JSONField(
         help_text="The configurations to simulate (planner configuration dicts, with keys)."
     )
-    status = models.CharField(
-        max_length=16,
-        choices=ChunkStatus.choices,
-        default=ChunkStatus.QUEUED,
-        help_text="Lifecycle state.",
-    )
-    attempts = models.PositiveSmallIntegerField(
-        default=0, help_text="Times a worker claimed the chunk (count)."
-    )
-    worker = models.CharField(
-        max_length=200, blank=True, help_text="Host and process id of the claiming worker."
-    )
-    enqueued_at = models.DateTimeField(
-        null=True, blank=True, help_text="When a task message was last sent for it."
-    )
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life from the claiming worker."
-    )
 
-    class Meta:
+    class Meta(ChunkJob.Meta):
         ordering = ("plan", "round", "number")
-        indexes = [models.Index(fields=["status", "heartbeat_at"])]
         constraints = [
             models.UniqueConstraint(
                 fields=["plan", "round", "number"], name="%(app_label)s_%(class)s_unique_number"
             ),
-            models.CheckConstraint(
-                condition=Q(status__in=ChunkStatus.values),
-                name="%(app_label)s_%(class)s_status_valid",
-            ),
+            ChunkJob.status_constraint(),
         ]
 
     def __str__(self) -> str:

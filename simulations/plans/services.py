@@ -1,6 +1,6 @@
 """Every write of the capacity-search job: create, claim, record, advance, cancel, reconcile.
 
-The same rules as runs and sweeps (:mod:`simulations.services`,
+The same rules as runs and sweeps (:mod:`simulations.runs.services`,
 :mod:`simulations.sweeps.services`):
 
 * every transition is one conditional UPDATE (``WHERE status/stage/round/attempts = …``),
@@ -24,7 +24,6 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Value
@@ -32,22 +31,23 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from simulations.adapters import catalog_from_db, traces_from_db
-from simulations.choices import ACTIVE_STATUSES, RunStatus
+from simulations.choices import ACTIVE_STATUSES, ChunkStatus, RunStatus
 from simulations.core.jsonsafe import finite
 from simulations.core.planner import PlanSpec, parse_plan, trace_names
 from simulations.jobs import (
+    MAX_ERROR_CHARS,
     chunk_claim_row,
     chunk_heartbeat_row,
     chunk_release_row,
     mark_unsent,
+    quota_check,
     requeue_stale,
     resend_lost,
     stale_before,
 )
-from simulations.plans.models import ChunkStatus, Plan, PlanChunk, PlanResult, PlanStage
+from simulations.plans.models import Plan, PlanChunk, PlanResult, PlanStage
 from simulations.plans.models import StageStatus as Stage
-from simulations.services import (
-    MAX_ERROR_CHARS,
+from simulations.scenarios.services import (
     _document_size_check,
     _storable_check,
     trace_references_set,
@@ -62,10 +62,6 @@ DEFAULT_CHUNK_SIZE = 2
 #: Plans a user may have queued or running at once (setting
 #: ``HETPLANNER_MAX_ACTIVE_PLANS_PER_USER`` overrides it).
 DEFAULT_MAX_ACTIVE_PLANS = 3
-
-
-class QuotaExceededError(Exception):
-    """The user already has as many active plans as allowed."""
 
 
 def _max_attempts() -> int:
@@ -127,20 +123,20 @@ def plan_create(*, spec: Any, owner: Any) -> Plan:
     commit.
 
     Raises ScenarioValidationError (every problem, by JSON path; nothing stored) or
-    QuotaExceededError when ``owner`` already has ``HETPLANNER_MAX_ACTIVE_PLANS_PER_USER``
+    :class:`~simulations.jobs.QuotaExceededError` when ``owner`` already has
+    ``HETPLANNER_MAX_ACTIVE_PLANS_PER_USER``
     plans queued or running.
     """
     parsed = plan_validate(spec, user=owner)
     now = timezone.now()
     limit = int(getattr(settings, "HETPLANNER_MAX_ACTIVE_PLANS_PER_USER", DEFAULT_MAX_ACTIVE_PLANS))
     with transaction.atomic():
-        # Serialise quota checks of one user (a row lock on PostgreSQL).
-        get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
-        active = Plan.objects.filter(owner=owner, status__in=ACTIVE_STATUSES).count()
-        if active >= limit:
-            raise QuotaExceededError(
-                f"active plans per user: you have {active} queued or running; at most {limit}"
-            )
+        quota_check(
+            owner,
+            Plan.objects.filter(owner=owner, status__in=ACTIVE_STATUSES),
+            what="plans",
+            limit=limit,
+        )
         plan = Plan.objects.create(
             owner=owner,
             name=parsed.name,
@@ -577,7 +573,6 @@ def plans_reconcile(*, now: datetime | None = None, limit: int = 500) -> PlanRec
 __all__ = [
     "ChunkClaim",
     "PlanReconcileReport",
-    "QuotaExceededError",
     "StageClaim",
     "chunk_claim",
     "chunk_done",

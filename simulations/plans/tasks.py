@@ -8,10 +8,11 @@ the chunk that completes the round moves the plan to the decide stage, whose
 :func:`advance_plan` delivery reads every result, and either fans out the next round or —
 when nothing more can change the answer — runs the load sensitivity and stores the result.
 
-Reliability, as for runs (:mod:`simulations.tasks`, whose helpers are reused): ``acks_late``
-and ``reject_on_worker_lost``; soft < hard time limits; claims by conditional UPDATE that
+Reliability, as for runs (:mod:`simulations.runs.tasks`; the shared helpers are
+:mod:`simulations.jobs`): ``acks_late`` and ``reject_on_worker_lost``; soft < hard time
+limits; claims by conditional UPDATE that
 count deliveries in the database (at most ``HETPLANNER_MAX_ATTEMPTS``); a heartbeat thread
-(:class:`simulations.tasks.Heartbeat`); domain errors fail the plan with their message and
+(:class:`simulations.jobs.Heartbeat`); domain errors fail the plan with their message and
 are not retried; transient infrastructure errors are retried with backoff; messages are
 sent on commit; results are ignored (``task_ignore_result``), state lives in the database.
 """
@@ -34,25 +35,23 @@ from simulations.core.planner.report import build_report
 from simulations.core.planner.sensitivity import load_sensitivity
 from simulations.core.planner.space import config_from_dict, config_to_dict
 from simulations.jobs import (
+    DOMAIN_ERRORS,
     JOB_TASK_OPTIONS,
     TIME_LIMITS,
+    TRANSIENT_ERRORS,
+    Heartbeat,
+    RunAbandonedError,
     claim_or_retry,
     collector_paused_then_settled,
+    describe_error,
     retry_or_give_up,
     run_chunk,
     soft_time_limit,
     thaw_heap,
+    worker_id,
 )
 from simulations.plans import services
 from simulations.plans.models import Plan
-from simulations.tasks import (
-    DOMAIN_ERRORS,
-    TRANSIENT_ERRORS,
-    Heartbeat,
-    RunAbandonedError,
-    _describe,
-    worker_id,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -193,7 +192,7 @@ def advance_plan(self: Any, plan_id: int) -> str:
         logger.info("plan %s: stage %s attempt %s stopped", plan_id, claim.stage, claim.attempt)
         return "abandoned"
     except DOMAIN_ERRORS as exc:
-        services.stage_fail(claim, _describe(exc))
+        services.stage_fail(claim, describe_error(exc))
         return "failed"
     except SoftTimeLimitExceeded:
         limit = soft_time_limit(self)
@@ -264,7 +263,7 @@ def run_plan_chunk(self: Any, chunk_id: int) -> str:
         # The chunk parses the plan's document again (_plan_spec, config_from_dict); when
         # that fails, retrying would fail the same way, so the chunk gives up at once.
         domain_errors=DOMAIN_ERRORS,
-        describe=_describe,
+        describe=describe_error,
         # Confirmation is one of the simulating phases the pause was measured on (see
         # collector_paused_then_settled).
         pause_collector=True,

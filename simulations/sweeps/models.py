@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from simulations.choices import ChunkStatus
+from simulations.jobs import ChunkJob
 
 
 class SweepStatus(models.TextChoices):
@@ -141,7 +141,7 @@ class Sweep(models.Model):
         return str(self.get_status_display())
 
 
-class SweepChunk(models.Model):
+class SweepChunk(ChunkJob):
     """Configurations ``start`` ≤ index < ``stop`` of a sweep, run by one Celery task."""
 
     sweep = models.ForeignKey(
@@ -150,28 +150,9 @@ class SweepChunk(models.Model):
     number = models.PositiveIntegerField(help_text="Position among the sweep's chunks.")
     start = models.PositiveIntegerField(help_text="First configuration index (inclusive).")
     stop = models.PositiveIntegerField(help_text="Last configuration index (exclusive).")
-    status = models.CharField(
-        max_length=16,
-        choices=ChunkStatus.choices,
-        default=ChunkStatus.QUEUED,
-        help_text="Lifecycle state.",
-    )
-    attempts = models.PositiveSmallIntegerField(
-        default=0, help_text="Times a worker claimed the chunk (count)."
-    )
-    worker = models.CharField(
-        max_length=200, blank=True, help_text="Host and process id of the claiming worker."
-    )
-    enqueued_at = models.DateTimeField(
-        null=True, blank=True, help_text="When a task message was last sent for it."
-    )
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life from the claiming worker."
-    )
 
-    class Meta:
+    class Meta(ChunkJob.Meta):
         ordering = ("sweep", "number")
-        indexes = [models.Index(fields=["status", "heartbeat_at"])]
         constraints = [
             models.UniqueConstraint(
                 fields=["sweep", "number"], name="%(app_label)s_%(class)s_unique_number"
@@ -179,10 +160,7 @@ class SweepChunk(models.Model):
             models.CheckConstraint(
                 condition=Q(stop__gt=F("start")), name="%(app_label)s_%(class)s_range_nonempty"
             ),
-            models.CheckConstraint(
-                condition=Q(status__in=ChunkStatus.values),
-                name="%(app_label)s_%(class)s_status_valid",
-            ),
+            ChunkJob.status_constraint(),
         ]
 
     def __str__(self) -> str:

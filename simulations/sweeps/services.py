@@ -8,7 +8,7 @@ redelivered by the broker or re-sent by the reconciler), each configuration is r
 once and the counters equal the number of rows. The finaliser is a conditional update
 (``WHERE status = running AND succeeded + failed = total``), so it runs once.
 
-Chunks are claimed like runs (:func:`simulations.services.run_claim`): a conditional UPDATE
+Chunks are claimed like runs (:func:`simulations.runs.services.run_claim`): a conditional UPDATE
 from ``queued``, or from ``running`` with a stale heartbeat, that also counts the attempt; a
 chunk delivered ``HETPLANNER_MAX_ATTEMPTS`` times without finishing records its remaining
 configurations as failed, so a configuration that kills its worker cannot stall the sweep.
@@ -24,27 +24,28 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from simulations.adapters import catalog_from_db, traces_from_db
+from simulations.choices import ChunkStatus
 from simulations.core import json_fields
 from simulations.core import scenario as scenario_rules
 from simulations.core.errors import ScenarioValidationError
 from simulations.core.jsonsafe import finite
 from simulations.jobs import (
+    MAX_ERROR_CHARS,
     chunk_claim_row,
     chunk_heartbeat_row,
     chunk_release_row,
     mark_unsent,
+    quota_check,
     requeue_stale,
     resend_lost,
 )
-from simulations.services import (
-    MAX_ERROR_CHARS,
+from simulations.scenarios.services import (
     _document_size_check,
     trace_references_set,
     visible_runtimes,
@@ -62,7 +63,6 @@ from simulations.sweeps.expand import (
 )
 from simulations.sweeps.models import (
     SWEEP_ACTIVE_STATUSES,
-    ChunkStatus,
     ConfigurationStatus,
     Sweep,
     SweepChunk,
@@ -74,10 +74,6 @@ logger = logging.getLogger(__name__)
 
 #: Metric keys of a system's result entry kept per configuration (DESIGN.md §4).
 _SUMMARY_DICTS = ("ttft_ms", "tpot_ms", "e2e_s")
-
-
-class QuotaExceededError(Exception):
-    """A per-user quota (active runs, active sweeps) is used up; the message names it."""
 
 
 def _max_configs() -> int:
@@ -208,17 +204,13 @@ def _enqueue_finalise(sweep_id: int) -> None:
         logger.exception("could not queue the finaliser of sweep %s; the reconciler will", sweep_id)
 
 
-def _lock_user(owner: Any) -> None:
-    """Serialise quota checks of one user (a row lock on PostgreSQL; SQLite writes serialise)."""
-    get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
-
-
 def sweep_create(
     *, owner: Any, name: str, template: Any, axes: Any, chunk_size: int | None = None
 ) -> Sweep:
     """Validate, cap and store a sweep, then queue its chunks once committed.
 
-    Raises SweepValidationError (nothing stored) or QuotaExceededError when ``owner``
+    Raises SweepValidationError (nothing stored) or
+    :class:`~simulations.jobs.QuotaExceededError` when ``owner``
     already has ``HETPLANNER_MAX_ACTIVE_SWEEPS_PER_USER`` sweeps queued or running.
     """
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
@@ -230,13 +222,12 @@ def sweep_create(
     size = max(1, min(size, total))
     now = timezone.now()
     with transaction.atomic():
-        _lock_user(owner)
-        limit = int(settings.HETPLANNER_MAX_ACTIVE_SWEEPS_PER_USER)
-        active = Sweep.objects.filter(owner=owner, status__in=SWEEP_ACTIVE_STATUSES).count()
-        if active >= limit:
-            raise QuotaExceededError(
-                f"active sweeps per user: you have {active} queued or running; at most {limit}"
-            )
+        quota_check(
+            owner,
+            Sweep.objects.filter(owner=owner, status__in=SWEEP_ACTIVE_STATUSES),
+            what="sweeps",
+            limit=int(settings.HETPLANNER_MAX_ACTIVE_SWEEPS_PER_USER),
+        )
         sweep = Sweep.objects.create(
             owner=owner,
             name=name.strip(),

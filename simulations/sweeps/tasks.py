@@ -1,6 +1,6 @@
 """Celery tasks of sweeps: one task per chunk of configurations, the finaliser, the reconciler.
 
-The same reliability rules as runs (:mod:`simulations.tasks`): ``acks_late`` and
+The same reliability rules as runs (:mod:`simulations.runs.tasks`): ``acks_late`` and
 ``reject_on_worker_lost`` (a message whose worker died is delivered again), a claim by
 conditional UPDATE that counts attempts in the database (at most
 ``HETPLANNER_MAX_ATTEMPTS``), a heartbeat thread, domain errors recorded on the
@@ -21,21 +21,19 @@ from django.db import close_old_connections
 from simulations.adapters import catalog_from_db, traces_from_db
 from simulations.core import scenario as scenario_rules
 from simulations.jobs import (
+    DOMAIN_ERRORS,
     JOB_TASK_OPTIONS,
     TIME_LIMITS,
+    TRANSIENT_ERRORS,
+    Heartbeat,
     backoff,
+    describe_error,
     run_chunk,
+    worker_id,
 )
 from simulations.sweeps import services
 from simulations.sweeps.expand import configuration_document, configuration_parameters
 from simulations.sweeps.models import Sweep
-from simulations.tasks import (
-    DOMAIN_ERRORS,
-    TRANSIENT_ERRORS,
-    Heartbeat,
-    _describe,
-    worker_id,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +77,7 @@ def _compute_chunk(claim: services.ChunkClaim, beat: ChunkHeartbeat) -> str:
             result = simulate(spec)
         except DOMAIN_ERRORS as exc:
             services.configuration_record(
-                claim, index, parameters, error=_describe(exc), worker=worker
+                claim, index, parameters, error=describe_error(exc), worker=worker
             )
         except (SoftTimeLimitExceeded, *TRANSIENT_ERRORS):
             raise

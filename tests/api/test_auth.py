@@ -13,7 +13,7 @@ from django.utils.crypto import get_random_string
 from rest_framework.test import APIClient
 
 from api.models import ApiToken, hash_key
-from simulations.models import Scenario
+from simulations.scenarios.models import Scenario
 
 pytestmark = pytest.mark.django_db
 

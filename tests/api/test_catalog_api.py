@@ -10,8 +10,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from simulations.catalog.models import Device, LLMModel, RuntimeProfile
 from simulations.core.policies import get_policy, policy_names
-from simulations.models import Device, LLMModel, RuntimeProfile, Scenario, Trace, Workload
+from simulations.scenarios.models import Scenario, Trace, Workload
 
 pytestmark = pytest.mark.django_db
 
@@ -250,7 +251,7 @@ def test_a_large_trace_upload_is_accepted_queued_and_shows_its_parse_status(
 ) -> None:
     from unittest import mock
 
-    from simulations import tasks
+    from simulations.scenarios import tasks
 
     settings.HETPLANNER_TRACE_ASYNC_BYTES = 64
     with django_capture_on_commit_callbacks(execute=False) as callbacks:

@@ -13,10 +13,11 @@ from unittest import mock
 import pytest
 from rest_framework.test import APIClient
 
-from simulations import tasks
+from simulations.catalog.models import Device, RuntimeProfile
 from simulations.core.devices import device_kinds
-from simulations.models import Device, RuntimeProfile, SimulationRun
 from simulations.plans.models import Plan
+from simulations.runs import tasks
+from simulations.runs.models import SimulationRun
 from tests.core.toy import device_family as toy
 from tests.simulations.test_plan_job import Outbox
 
@@ -103,7 +104,7 @@ def test_a_scenario_runs_on_the_toy_family(carol: APIClient, catalog: Any) -> No
     }
     scenario = carol.post("/api/scenarios/", {"document": document}, format="json")
     assert scenario.status_code == 201, scenario.json()
-    with mock.patch("simulations.tasks.run_simulation.delay"):
+    with mock.patch("simulations.runs.tasks.run_simulation.delay"):
         run = carol.post("/api/runs/", {"scenario": scenario.json()["id"]}, format="json")
     assert run.status_code == 202, run.json()
     tasks.run_simulation.apply(args=(run.json()["id"],))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from simulations.models import Device
+from simulations.catalog.models import Device
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from simulations.models import LLMModel, Scenario, Workload
+from simulations.catalog.models import LLMModel
 from simulations.plans.models import Plan
+from simulations.scenarios.models import Scenario, Workload
 from simulations.sweeps.models import Sweep
 from tests.core.planner.helpers import small_doc
 
@@ -238,7 +239,7 @@ def test_it_accepts_the_torch_dtypes_hugging_face_writes(carol: APIClient, catal
 def test_it_refuses_nul_in_an_uploaded_trace_name_or_file(alice: APIClient, catalog: Any) -> None:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from simulations.models import Trace
+    from simulations.scenarios.models import Trace
 
     csv = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
     named = alice.post(

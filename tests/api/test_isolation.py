@@ -15,8 +15,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from api.models import ApiToken
-from simulations.models import Scenario, SimulationRun, Workload
 from simulations.plans.models import Plan
+from simulations.runs.models import SimulationRun
+from simulations.scenarios.models import Scenario, Workload
 from simulations.sweeps.models import Sweep
 from tests.core.planner.helpers import small_doc
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from simulations.catalog.models import RuntimeProfile
 from simulations.measurements.models import Calibration, MeasurementSet
-from simulations.models import RuntimeProfile
 from tests.factories import A100_OPERATORS, MeasurementSetFactory
 
 pytestmark = pytest.mark.django_db

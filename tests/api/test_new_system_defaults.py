@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from simulations import services
-from simulations.models import Scenario
+from simulations.scenarios import services
+from simulations.scenarios.models import Scenario
 
 pytestmark = pytest.mark.django_db
 

@@ -18,13 +18,13 @@ import pytest
 from rest_framework.test import APIClient
 
 from hetplanner.settings.base import cache_settings
-from simulations import services
-from simulations.choices import RunStatus
-from simulations.models import SimulationRun
+from simulations.choices import ChunkStatus, RunStatus
 from simulations.plans import services as plan_services
 from simulations.plans.models import Plan
+from simulations.runs import services
+from simulations.runs.models import SimulationRun
 from simulations.sweeps import services as sweep_services
-from simulations.sweeps.models import ChunkStatus, SweepChunk
+from simulations.sweeps.models import SweepChunk
 from tests.core.planner.helpers import small_doc
 from tests.helpers import celery_broker
 
@@ -110,7 +110,7 @@ def test_a_run_submitted_while_redis_is_down_is_stored_queued_and_sent_by_the_re
     assert run.enqueued_at is None
 
     sent: list[int] = []
-    monkeypatch.setattr("simulations.tasks.run_simulation.delay", sent.append)
+    monkeypatch.setattr("simulations.runs.tasks.run_simulation.delay", sent.append)
     with django_capture_on_commit_callbacks(execute=True):
         report = services.runs_reconcile()
     assert report.resent == [run.pk] and sent == [run.pk]

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from simulations import services
 from simulations.adapters import catalog_from_db
 from simulations.choices import RunStatus
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
-from simulations.models import Scenario, SimulationRun
+from simulations.runs import services
+from simulations.runs.models import SimulationRun
+from simulations.scenarios.models import Scenario
 from tests.factories import ScenarioFactory, SimulationRunFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from simulations.models import Scenario
+from simulations.scenarios.models import Scenario
 
 pytestmark = pytest.mark.django_db
 

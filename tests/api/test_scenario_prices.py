@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from simulations import services
 from simulations.adapters import catalog_from_db
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
-from simulations.models import Scenario
+from simulations.runs import services
+from simulations.scenarios.models import Scenario
 
 pytestmark = pytest.mark.django_db
 

@@ -101,7 +101,7 @@ def api_schema(
     than the 429 paths (tested in test_runs.py); one scenario exists so run submissions
     can reference something real.
     """
-    from simulations import services
+    from simulations.scenarios import services
 
     settings.HETPLANNER_API_THROTTLE_RATES = {
         k: "100000/min" for k in settings.HETPLANNER_API_THROTTLE_RATES

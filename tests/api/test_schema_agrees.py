@@ -12,7 +12,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from api.models import ApiToken
-from simulations.models import Workload
+from simulations.scenarios.models import Workload
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from simulations.choices import ChunkStatus
 from simulations.sweeps import services as sweep_services
-from simulations.sweeps.models import ChunkStatus, Sweep, SweepChunk, SweepResult, SweepStatus
+from simulations.sweeps.models import Sweep, SweepChunk, SweepResult, SweepStatus
 from simulations.sweeps.tasks import finalise_sweep, reconcile_sweeps, run_sweep_chunk
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from simulations.choices import TraceVisibility
-from simulations.models import Scenario, Trace, TraceReference
+from simulations.scenarios.models import Scenario, Trace, TraceReference
 from simulations.sweeps.models import Sweep
 from tests.core.planner.helpers import small_doc
 

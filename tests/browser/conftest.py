@@ -90,7 +90,7 @@ def browser_page(playwright_driver: Any, chromium_path: str, tmp_path: Path) -> 
 @pytest.fixture
 def seeded_live(transactional_db: Any) -> Any:
     """The built-in catalog, committed where the live server and the worker see it."""
-    from simulations.services import catalog_seed
+    from simulations.catalog.services import catalog_seed
 
     return catalog_seed()
 

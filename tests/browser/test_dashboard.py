@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from simulations.models import Scenario, SimulationRun
+from simulations.runs.models import SimulationRun
+from simulations.scenarios.models import Scenario
 from tests.browser.conftest import make_user, screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -177,13 +178,14 @@ def test_a_quoted_price_is_typed_saved_and_shown_again_in_the_builder(
 def test_another_user_cannot_open_the_first_users_run(
     live_server: Any, seeded_live: Any, browser_page: Any
 ) -> None:
-    from simulations import services
+    from simulations.runs import services as run_services
+    from simulations.scenarios import services as scenario_services
     from tests.frontend.conftest import glitches_document
 
     alice = make_user("alice")
     make_user("bob")
-    scenario = services.scenario_create(owner=alice, document=glitches_document(10))
-    run = services.simulation_run_create(scenario=scenario, owner=alice)
+    scenario = scenario_services.scenario_create(owner=alice, document=glitches_document(10))
+    run = run_services.simulation_run_create(scenario=scenario, owner=alice)
     page = browser_page
     base = live_server.url
     sign_in(page, base, "bob")

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from simulations import services
-from simulations.models import Scenario, SimulationRun
+from simulations.runs import services as run_services
+from simulations.runs.models import SimulationRun
+from simulations.scenarios import services as scenario_services
+from simulations.scenarios.models import Scenario
 
 REPO = Path(__file__).resolve().parent.parent.parent
 GLITCHES_EXAMPLE = REPO / "examples" / "glitches-vs-8xa100.json"
@@ -43,11 +45,11 @@ def simulated(document: dict[str, Any]) -> dict[str, Any]:
 def store_succeeded_run(owner: Any, document: dict[str, Any]) -> SimulationRun:
     """A run of ``document`` taken through the services to ``succeeded`` with the core's
     result (the worker's part done in-process)."""
-    scenario = services.scenario_create(owner=owner, document=document)
-    run = services.simulation_run_create(scenario=scenario, owner=owner)
-    claim = services.run_claim(run.pk, worker="test:1")
+    scenario = scenario_services.scenario_create(owner=owner, document=document)
+    run = run_services.simulation_run_create(scenario=scenario, owner=owner)
+    claim = run_services.run_claim(run.pk, worker="test:1")
     assert claim is not None
-    assert services.run_mark_succeeded(run.pk, claim.attempt, simulated(document))
+    assert run_services.run_mark_succeeded(run.pk, claim.attempt, simulated(document))
     return SimulationRun.objects.get(pk=run.pk)
 
 
@@ -73,8 +75,8 @@ def glitches_run(seeded: Any, user: Any) -> SimulationRun:
 @pytest.fixture
 def queued_run(seeded: Any, user: Any) -> SimulationRun:
     """alice's run that no worker has claimed yet."""
-    scenario = services.scenario_create(owner=user, document=glitches_document())
-    return services.simulation_run_create(scenario=scenario, owner=user)
+    scenario = scenario_services.scenario_create(owner=user, document=glitches_document())
+    return run_services.simulation_run_create(scenario=scenario, owner=user)
 
 
 def scenario_count() -> int:

@@ -10,8 +10,9 @@ import pytest
 from django.http import QueryDict
 
 from frontend import builder
-from simulations import services
-from simulations.models import Scenario, SimulationRun
+from simulations.runs.models import SimulationRun
+from simulations.scenarios import services
+from simulations.scenarios.models import Scenario
 
 from .conftest import glitches_document
 
@@ -41,6 +42,13 @@ def form_of(state: builder.BuilderState) -> dict[str, str]:
             data[f"{prefix}-{k}"] = getattr(lf, k)
     for key, _, _ in builder.SLO_FIELDS:
         data[f"slo-{key}"] = state.slo.get(key, "")
+    for key, _, _ in builder.COST_FIELDS:
+        data[f"costs-{key}"] = state.costs.get(key, "")
+    data["costs-cloud"] = state.cloud_prices
+    if state.capacity_on:
+        data["capacity-on"] = "on"
+    for key, _, _ in builder.CAPACITY_FIELDS:
+        data[f"capacity-{key}"] = state.capacity.get(key, "")
     for i, s in enumerate(state.systems):
         data[f"sys-{i}-name"] = s.name
         data[f"sys-{i}-policy"] = s.policy
@@ -172,7 +180,7 @@ def test_the_example_prefills_the_builder(alice_client: Any, seeded: Any) -> Non
 
 
 def test_a_trace_example_is_rewritten_to_a_stored_trace(alice_client: Any, seeded: Any) -> None:
-    from simulations.models import Trace
+    from simulations.scenarios.models import Trace
 
     html = alice_client.get("/scenarios/new/?example=glitches-azure-conv-poisson").content.decode()
     trace = Trace.objects.get()
@@ -194,7 +202,7 @@ def test_another_users_scenario_cannot_be_edited(
 def test_a_saved_workload_can_stand_in_for_the_custom_one(
     alice_client: Any, user: Any, seeded: Any
 ) -> None:
-    from simulations import services
+    from simulations.scenarios import services
 
     workload = services.workload_create(
         owner=user,
@@ -216,7 +224,7 @@ def test_a_saved_workload_can_stand_in_for_the_custom_one(
 def test_someone_elses_private_workload_cannot_be_used(
     alice_client: Any, other_user: Any, seeded: Any
 ) -> None:
-    from simulations import services
+    from simulations.scenarios import services
 
     theirs = services.workload_create(
         owner=other_user, name="private", requests=5, input_tokens=10, output_tokens=10
@@ -470,3 +478,48 @@ def test_a_loaded_scenario_keeps_its_systems_options_in_the_builder() -> None:
     assert homogeneous
     for block in homogeneous:
         assert block.option_text("homogeneous", "chunked_prefill") == ""
+
+
+def test_costs_and_capacity_survive_the_form_round_trip(seeded: Any) -> None:
+    doc = glitches_document()
+    doc["costs"] = {
+        "electricity_usd_per_kwh": 0.12,
+        "amortisation_years": 4,
+        "pue": 1.3,
+        "cloud_usd_per_device_hour": {"a100-80gb": "specialty-a100-80gb-2026-05@low", "u280": 1.5},
+    }
+    doc["capacity"] = {"requests": 50, "steps": 4}
+    state = builder.state_from_document(doc)
+    again = builder.state_from_post(QueryDict(mutable=True) | form_of(state))
+    out = again.to_document()
+    assert out["costs"] == doc["costs"]
+    assert out["capacity"] == doc["capacity"]
+    plain = builder.state_from_post(
+        QueryDict(mutable=True) | form_of(builder.state_from_document(glitches_document()))
+    ).to_document()
+    assert "costs" not in plain and "capacity" not in plain
+
+
+def test_the_builder_saves_costs_and_shows_a_bad_cloud_price_beside_its_field(
+    alice_client: Any, seeded: Any
+) -> None:
+    state = builder.state_from_document(glitches_document())
+    state.costs = {"electricity_usd_per_kwh": "0.1", "amortisation_years": "3"}
+    state.cloud_prices = "a100-80gb=aws-p4d-24xlarge"  # an offer for another device
+    data = form_of(state)
+    data["action"] = "save"
+    response = alice_client.post("/scenarios/new/", data)
+    assert response.status_code == 400
+    field = response.content.decode().split('id="f-costs-cloud"', 1)[1][:1500]
+    assert "prices a100-40gb, not a100-80gb" in field
+    assert not Scenario.objects.exists()
+    state.cloud_prices = "a100-80gb=specialty-a100-80gb-2026-05@low"
+    data = form_of(state)
+    data["action"] = "save"
+    assert alice_client.post("/scenarios/new/", data).status_code == 302
+    stored = Scenario.objects.get().document["costs"]
+    assert stored == {
+        "electricity_usd_per_kwh": 0.1,
+        "amortisation_years": 3,
+        "cloud_usd_per_device_hour": {"a100-80gb": "specialty-a100-80gb-2026-05@low"},
+    }

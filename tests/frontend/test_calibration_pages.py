@@ -13,8 +13,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from simulations.catalog.models import RuntimeProfile
 from simulations.measurements.models import Calibration, MeasurementSet
-from simulations.models import RuntimeProfile
 from tests.factories import A100_OPERATORS, MeasurementSetFactory
 
 pytestmark = pytest.mark.django_db

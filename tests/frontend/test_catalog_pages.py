@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from simulations.models import LLMModel
+from simulations.catalog.models import LLMModel
 
 from .test_run_pages import figures
 
@@ -39,7 +39,7 @@ def test_devices_filter_by_kind_and_vendor(client: Any, seeded: Any) -> None:
 
 
 def test_a_device_page_lists_every_figure_with_its_source(client: Any, seeded: Any) -> None:
-    from simulations.models import Device
+    from simulations.catalog.models import Device
 
     device = Device.objects.get(slug="a100-80gb")
     html = client.get("/catalog/devices/a100-80gb/").content.decode()
@@ -52,6 +52,19 @@ def test_a_device_page_lists_every_figure_with_its_source(client: Any, seeded: A
         assert source.split("(")[0][:40].replace("'", "&#x27;").replace('"', "&quot;") in row
     tier = html.split('id="tier-0"', 1)[1].split("</tr>", 1)[0]
     assert device.sources["memory[0].bw_gbps"][:30].replace("'", "&#x27;") in tier
+
+
+def test_a_device_page_lists_its_cloud_prices_with_date_and_source(
+    client: Any, seeded: Any
+) -> None:
+    html = client.get("/catalog/devices/h100-sxm/").content.decode()
+    row = html.split('id="offer-hyperscaler-h100-2026-05"', 1)[1].split("</tr>", 1)[0]
+    assert "3.50–5<" in row and "2026-05" in row and "mercatus-ai.com" in row
+    assert "hyperscaler-h100-2026-05@high" in row  # a range is named by one of its ends
+    single = html.split('id="offer-lambda-8xh100-2026q1"', 1)[1].split("</tr>", 1)[0]
+    assert ">3<" in single and "@low" not in single
+    none = client.get("/catalog/devices/u280/").content.decode()
+    assert "No published cloud price" in none
 
 
 def test_a_device_page_lists_its_familys_params_with_label_unit_and_source(

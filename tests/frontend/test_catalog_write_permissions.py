@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from simulations.models import LLMModel
+from simulations.catalog.models import LLMModel
 from simulations.permissions import can_edit_catalog
 
 from .test_catalog_pages import LLAMA_3B_CONFIG

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from frontend import builder
-from simulations.models import LLMModel, Scenario
+from simulations.catalog.models import LLMModel
 from simulations.plans.models import Plan
+from simulations.scenarios.models import Scenario
 from tests.core.planner.helpers import small_doc
 
 from .conftest import glitches_document

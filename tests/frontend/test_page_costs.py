@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from simulations.models import SimulationRun
+from simulations.runs.models import SimulationRun
 from tests.factories import DeviceFactory, LLMModelFactory, RuntimeProfileFactory
 
 pytestmark = pytest.mark.django_db
@@ -126,7 +126,7 @@ def test_the_roofline_figure_is_rebuilt_after_a_catalog_edit(
     from django.core.cache import cache
 
     from frontend.views import runs
-    from simulations.models import Device
+    from simulations.catalog.models import Device
 
     cache.clear()
     url = f"/runs/{glitches_run.pk}/figures/roofline.json"
@@ -151,7 +151,7 @@ def test_a_device_roofline_is_computed_once_per_catalog_version(
     from django.core.cache import cache
 
     from frontend.views import catalog
-    from simulations.models import Device
+    from simulations.catalog.models import Device
 
     cache.clear()
     url = "/catalog/devices/a100-80gb/"

@@ -10,7 +10,8 @@ import pytest
 from api.models import ApiToken, hash_key
 from frontend import examples, validation
 from frontend.models import ValidationReport
-from simulations.models import Trace, Workload
+from simulations.runs.models import SimulationRun
+from simulations.scenarios.models import Trace, Workload
 
 from .test_run_pages import figures
 
@@ -33,7 +34,7 @@ def test_the_dashboard_offers_an_example_per_paper(alice_client: Any, seeded: An
 
 
 def test_every_example_validates_against_the_seeded_catalog(seeded: Any) -> None:
-    from simulations import services
+    from simulations.scenarios import services
 
     for example in examples.available():
         examples.ensure_traces(example)
@@ -46,6 +47,16 @@ def test_run_now_stores_the_example_and_queues_it(alice_client: Any, seeded: Any
     assert re.fullmatch(r"/runs/\d+/", response["Location"])
     html = alice_client.get("/").content.decode()
     assert "H2M2 vs LPDDR-only" in html  # listed among the recent runs
+
+
+def test_run_now_past_the_quota_says_why_and_queues_nothing(
+    alice_client: Any, seeded: Any, settings: Any
+) -> None:
+    settings.HETPLANNER_MAX_ACTIVE_RUNS_PER_USER = 1
+    assert alice_client.post("/examples/h2m2-gpt3-175b/run/").status_code == 302
+    response = alice_client.post("/examples/h2m2-gpt3-175b/run/", follow=True)
+    assert "You have 1 runs queued or running; at most 1 at once." in response.content.decode()
+    assert SimulationRun.objects.count() == 1
 
 
 def test_the_workload_editor_saves_a_valid_workload(alice_client: Any, seeded: Any) -> None:
@@ -122,7 +133,7 @@ def test_a_large_trace_upload_shows_its_parse_status_then_its_error(
 
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from simulations import tasks
+    from simulations.scenarios import tasks
 
     settings.HETPLANNER_TRACE_ASYNC_BYTES = 64
     bad = TRACE_CSV + "2023-11-16 18:17:00.0,-5,10\n"
@@ -309,7 +320,7 @@ def test_a_report_with_an_infinite_error_is_stored_as_null(monkeypatch: Any, see
 def test_the_scenario_page_says_how_to_post_the_document(
     alice_client: Any, user: Any, seeded: Any
 ) -> None:
-    from simulations import services as sim_services
+    from simulations.scenarios import services as sim_services
 
     from .conftest import glitches_document
 

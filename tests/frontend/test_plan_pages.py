@@ -112,3 +112,124 @@ def test_the_pareto_table_shows_enough_digits_to_tell_configurations_apart(
     cells = re.findall(r'<td class="num">([^<]*)</td>', table)
     throughputs = cells[1::2]
     assert len(throughputs) == 2 and throughputs[0] != throughputs[1], throughputs
+
+
+def test_a_finished_plan_shows_its_energy_front_load_sensitivity_and_csv_link(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    """Everything the CLI prints is on the page: the capex-vs-energy front and the load
+    sensitivity; the confirmed configurations download as the API's CSV."""
+    from simulations.core.catalog import builtin_catalog
+    from simulations.core.planner import parse_plan, plan_search
+    from simulations.plans import services
+    from simulations.plans.models import PlanResult
+
+    doc = small_doc()
+    doc["search"]["sensitivity"] = True
+    result = plan_search(parse_plan(doc, builtin_catalog()))
+    sens = result["sensitivity"]
+    assert sens and sens["applicable"]
+    plan = services.plan_create(spec=doc, owner=user)
+    for e in result["evaluated"]:
+        PlanResult.objects.create(
+            plan=plan,
+            key=e["key"],
+            round=1,
+            feasible=bool(e["feasible"]),
+            capex_usd=e["capex_usd"],
+            evaluation=e,
+        )
+    Plan.objects.filter(pk=plan.pk).update(
+        status=RunStatus.SUCCEEDED,
+        result=result,
+        progress=100,
+        finished_at=timezone.now(),
+        confirmed=len(result["evaluated"]),
+    )
+    html = alice_client.get(f"/plans/{plan.pk}/").content.decode()
+    energy = html.split('<table id="energy-front">', 1)[1].split("</table>", 1)[0]
+    for p in result["pareto"]["capex_vs_energy_per_token"]:
+        assert p["description"] in energy
+    section = html.split('id="load-sensitivity"', 1)[1].split("</section>", 1)[0]
+    assert sens["summary"].split(" (")[0][:40] in section.replace("&#x27;", "'")
+    link = html.split('id="export-csv"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
+    csv_text = alice_client.get(link.replace("&amp;", "&")).content.decode()
+    header, *rows = csv_text.strip().splitlines()
+    assert "key" in header and len(rows) == len(result["evaluated"])
+
+
+def _form_data(**over: Any) -> dict[str, Any]:
+    data = {
+        "mode": "form",
+        "name": "form plan",
+        "model": "llama2-7b",
+        "objective": "capex",
+        "lengths": "uniform",
+        "in_low": "64",
+        "in_high": "1024",
+        "out_low": "8",
+        "out_high": "200",
+        "requests": "60",
+        "rate_per_s": "1.5",
+        "seed": "3",
+        "ttft_p90_ms": "1000",
+        "tpot_p90_ms": "50",
+        "devices": ["a100-80gb", "u280"],
+        "policies": ["homogeneous", "glitches"],
+        "max_count": "4",
+        "max_devices_per_node": "8",
+        "sensitivity": "on",
+    }
+    data.update(over)
+    return data
+
+
+def test_the_plan_form_writes_the_plan_document_the_cli_accepts(
+    alice_client: Any, seeded: Any
+) -> None:
+    response = alice_client.post("/plans/", _form_data(max_capex_usd="90000"))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    doc = Plan.objects.get().document
+    assert doc["model"] == "llama2-7b"
+    assert doc["workload"]["input_tokens"] == {"dist": "uniform", "low": 64, "high": 1024}
+    assert doc["workload"]["arrival"] == {"kind": "poisson", "rate_per_s": 1.5}
+    assert doc["targets"] == {"ttft_p90_ms": 1000.0, "tpot_p90_ms": 50.0}
+    assert doc["space"]["devices"] == [
+        {"device": "a100-80gb", "max_count": 4},
+        {"device": "u280", "max_count": 4},
+    ]
+    assert [p["policy"] for p in doc["space"]["policies"]] == ["homogeneous", "glitches"]
+    assert doc["constraints"]["max_capex_usd"] == 90000.0
+    from simulations.core.catalog import builtin_catalog
+    from simulations.core.planner import parse_plan
+
+    parse_plan(doc, builtin_catalog())  # what the CLI's parser accepts
+
+
+def test_the_plan_form_can_take_a_stored_traces_lengths(alice_client: Any, seeded: Any) -> None:
+    html = alice_client.get("/plans/").content.decode()
+    assert 'value="azure-conv-2023"' in html  # the shipped traces are offered
+    response = alice_client.post("/plans/", _form_data(lengths="azure-conv-2023"))
+    assert response.status_code == 302
+    doc = Plan.objects.get().document
+    assert doc["workload"]["output_tokens"] == {"dist": "trace", "trace": "azure-conv-2023"}
+
+
+@pytest.mark.parametrize(
+    ("over", "field"),
+    [
+        ({"in_high": ""}, "in_high"),
+        ({"in_low": "900", "in_high": "100"}, "in_high"),
+        ({"objective": "tco_per_year"}, "electricity_usd_per_kwh"),
+        ({"devices": []}, "devices"),
+        ({"ttft_p90_ms": "nan"}, "ttft_p90_ms"),
+    ],
+)
+def test_the_plan_form_refuses_bad_input_beside_the_field_and_stores_nothing(
+    alice_client: Any, seeded: Any, over: dict[str, Any], field: str
+) -> None:
+    response = alice_client.post("/plans/", _form_data(**over))
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert f'id="id_{field}"' in html and "errorlist" in html
+    assert not Plan.objects.exists()

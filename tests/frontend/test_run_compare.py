@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from frontend.templatetags.frontend_tags import num
-from simulations.models import SimulationRun
+from simulations.runs.models import SimulationRun
 from tests.frontend.conftest import glitches_document, store_succeeded_run
 
 pytestmark = pytest.mark.django_db
@@ -141,11 +141,11 @@ def test_the_comparison_reads_the_results_once_per_set_of_result_versions(
 
     from django.core.cache import cache
 
-    from frontend.views import runs
+    from simulations.runs import selectors as run_selectors
 
     cache.clear()
     ids = f"{glitches_run.pk},{second_run.pk}"
-    with mock.patch.object(runs.selectors, "run_results", wraps=runs.selectors.run_results) as read:
+    with mock.patch.object(run_selectors, "run_results", wraps=run_selectors.run_results) as read:
         for path in (f"/runs/compare/?ids={ids}", f"/runs/compare/charts.json?ids={ids}"):
             first = alice_client.get(path)
             second = alice_client.get(path)
@@ -157,3 +157,22 @@ def test_the_comparison_reads_the_results_once_per_set_of_result_versions(
         )
         assert alice_client.get(f"/runs/compare/?ids={ids}").status_code == 200
         assert read.call_count == 3
+
+
+def test_a_comparison_of_shared_scenarios_runs_is_a_link_other_signed_in_users_open(
+    client: Any,
+    other_user: Any,
+    glitches_run: SimulationRun,
+    second_run: SimulationRun,
+    seeded: Any,
+) -> None:
+    from simulations.scenarios import services as scenario_services
+
+    link = f"/runs/compare/?ids={glitches_run.pk},{second_run.pk}"
+    client.force_login(other_user)
+    assert client.get(link).status_code == 404  # private until shared
+    for run in (glitches_run, second_run):
+        scenario_services.scenario_update(scenario=run.scenario, shared=True)
+    shown = client.get(link)
+    assert shown.status_code == 200
+    assert "GLITCHES smaller" in shown.content.decode()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from simulations.choices import RunStatus
-from simulations.models import SimulationRun
+from simulations.runs.models import SimulationRun
 
 pytestmark = pytest.mark.django_db
 
@@ -119,10 +119,12 @@ def test_the_status_endpoint_reports_progress(alice_client: Any, queued_run: Sim
 
 
 def test_a_failed_run_shows_its_error_plainly(alice_client: Any, queued_run: SimulationRun) -> None:
-    from simulations import services
+    from simulations.runs import services as run_services
 
-    claim = services.run_claim(queued_run.pk, worker="test:1")
-    services.run_mark_failed(queued_run.pk, claim.attempt, "does not fit: weights exceed memory")
+    claim = run_services.run_claim(queued_run.pk, worker="test:1")
+    run_services.run_mark_failed(
+        queued_run.pk, claim.attempt, "does not fit: weights exceed memory"
+    )
     html = alice_client.get(f"/runs/{queued_run.pk}/").content.decode()
     assert "The run failed." in html
     assert "does not fit: weights exceed memory" in html
@@ -158,9 +160,9 @@ def test_the_json_exports_round_trip(alice_client: Any, glitches_run: Simulation
     assert result == glitches_run.result
     scenario = json.loads(alice_client.get(f"/runs/{glitches_run.pk}/scenario.json").content)
     assert scenario == glitches_run.document
-    from simulations import services
+    from simulations.scenarios import services as scenario_services
 
-    services.scenario_validate(scenario)  # re-runnable as it is
+    scenario_services.scenario_validate(scenario)  # re-runnable as it is
 
 
 @pytest.mark.parametrize(
@@ -189,7 +191,7 @@ def test_signed_out_visitors_are_sent_to_sign_in(client: Any, glitches_run: Simu
 
 
 def test_system_names_are_escaped_in_the_page_and_the_charts(alice_client: Any, user: Any) -> None:
-    from simulations.services import catalog_seed
+    from simulations.catalog.services import catalog_seed
 
     from .conftest import glitches_document, store_succeeded_run
 
@@ -217,7 +219,7 @@ def test_the_scenario_document_panel_shows_json(
 def test_a_long_system_name_is_shortened_in_the_table_with_the_full_name_as_title(
     alice_client: Any, user: Any
 ) -> None:
-    from simulations.services import catalog_seed
+    from simulations.catalog.services import catalog_seed
 
     from .conftest import glitches_document, store_succeeded_run
 

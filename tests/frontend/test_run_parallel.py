@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from simulations.models import SimulationRun
+from simulations.runs.models import SimulationRun
 
 from .conftest import store_succeeded_run
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from frontend.templatetags.frontend_tags import num
-from simulations.models import SimulationRun
+from simulations.runs.models import SimulationRun
 from tests.frontend.conftest import glitches_document, store_succeeded_run
 from tests.frontend.test_run_pages import run_figures
 

@@ -78,3 +78,48 @@ def test_a_finished_sweep_without_failures_reads_succeeded(
     assert re.search(r'<span class="badge status-finished">Succeeded</span>', html)
     listing = alice_client.get("/sweeps/").content.decode()
     assert re.search(r'<span class="badge status-finished">Succeeded</span>', listing)
+
+
+def test_a_sweep_page_links_its_results_as_the_apis_csv(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    sweep = _sweep(user, status=SweepStatus.FINISHED, finished_at=timezone.now(), summary={})
+    html = alice_client.get(f"/sweeps/{sweep.pk}/").content.decode()
+    link = html.split('id="export-csv"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
+    response = alice_client.get(link.replace("&amp;", "&"))
+    assert response["Content-Type"].startswith("text/csv")
+    header, *rows = response.content.decode().strip().splitlines()
+    assert "rate_per_s" in header and len(rows) == len(POINTS)  # one row per configuration × system
+
+
+def test_a_scenario_sweeps_any_numeric_setting_from_its_page(
+    alice_client: Any, user: Any, seeded: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simulations.scenarios import services as scenario_services
+    from simulations.sweeps import services as sweep_services
+
+    monkeypatch.setattr(sweep_services, "_enqueue_chunks", lambda *args: None)
+    scenario = scenario_services.scenario_create(owner=user, document=glitches_document(20))
+    html = alice_client.get(f"/scenarios/{scenario.pk}/").content.decode()
+    # the arrival rate, counts and every numeric option of each system's policy are offered
+    for path in (
+        "workload.arrival.rate_per_s",
+        "systems[0].options.prefetch_ratio",
+        "systems[1].devices[0].count",
+        "systems[1].options.max_batch",
+    ):
+        assert f'value="{path}"' in html, path
+    url = f"/scenarios/{scenario.pk}/load-sweep/"
+    response = alice_client.post(
+        url, {"parameter": "systems[1].options.max_batch", "values": "1, 8, 32"}
+    )
+    assert response.status_code == 302
+    sweep = Sweep.objects.get()
+    assert sweep.axes == [
+        {"name": "max_batch", "path": "systems[1].options.max_batch", "values": [1, 8, 32]}
+    ]
+    assert response["Location"] == f"/sweeps/{sweep.pk}/"
+    # a whole-number setting refuses fractions; nothing more is stored
+    alice_client.post(url, {"parameter": "systems[1].options.max_batch", "values": "1, 2.5"})
+    alice_client.post(url, {"parameter": "workload.seed", "values": "1, nan"})
+    assert Sweep.objects.count() == 1

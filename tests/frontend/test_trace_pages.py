@@ -10,9 +10,9 @@ import pytest
 from django.apps import apps as django_apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from simulations import services
 from simulations.choices import TraceVisibility
-from simulations.models import Scenario, Trace, TraceReference
+from simulations.scenarios import services
+from simulations.scenarios.models import Scenario, Trace, TraceReference
 from tests.factories import ScenarioFactory, TraceFactory
 from tests.simulations.test_services import MINI_TRACE
 

@@ -27,9 +27,10 @@ from django.utils import timezone
 from api.models import ApiToken
 from ops.models import ProcessRole
 from ops.services import process_heartbeat
-from simulations import services
 from simulations.plans import services as plan_services
 from simulations.plans.models import PlanResult
+from simulations.runs import services as run_services
+from simulations.scenarios import services as scenario_services
 from simulations.sweeps import services as sweep_services
 from simulations.sweeps.models import SweepResult
 from tests.conftest import REPO_ROOT
@@ -71,7 +72,7 @@ def populated(builtin_catalog_rows: Any, monkeypatch: pytest.MonkeyPatch) -> str
     """Rows in every kind of table (catalog, users, traces, workloads, scenarios, runs,
     sweeps with chunks, plans, heartbeats); returns the database's name."""
     for module, name in (
-        (services, "_enqueue"),
+        (run_services, "_enqueue"),
         (sweep_services, "_enqueue_chunks"),
         (plan_services, "_enqueue_stage"),
     ):
@@ -84,8 +85,8 @@ def populated(builtin_catalog_rows: Any, monkeypatch: pytest.MonkeyPatch) -> str
     # its events to the source while it is dumped
     SimulationRunFactory(scenario__owner=owner, enqueued_at=timezone.now())
     template = json.loads((REPO_ROOT / "examples" / "glitches-vs-8xa100.json").read_text())
-    scenario = services.scenario_create(owner=owner, document=template)
-    services.simulation_run_create(scenario=scenario, owner=owner)  # with its "created" event
+    scenario = scenario_services.scenario_create(owner=owner, document=template)
+    run_services.simulation_run_create(scenario=scenario, owner=owner)  # with its "created" event
     ApiToken.objects.create(user=owner, name="ci", key_hash="0" * 64, key_hint="hp_0000")
     Client().force_login(owner)  # a session row
     sweep = sweep_services.sweep_create(

@@ -20,9 +20,9 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from simulations import services
 from simulations.choices import FINAL_STATUSES, RunEventKind, RunStatus
-from simulations.models import RunEvent, SimulationRun
+from simulations.runs import services
+from simulations.runs.models import RunEvent, SimulationRun
 from tests.helpers import wait_for
 from tests.integration.test_reliability import a100_doc, submit
 from tests.integration.tuned_workers import (  # noqa: F401  (the fixture)

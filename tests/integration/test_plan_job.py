@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from simulations.choices import FINAL_STATUSES, RunStatus
+from simulations.choices import FINAL_STATUSES, ChunkStatus, RunStatus
 from simulations.core.planner import Search
 from simulations.plans import selectors, services
-from simulations.plans.models import ChunkStatus, Plan, PlanChunk, PlanResult
+from simulations.plans.models import Plan, PlanChunk, PlanResult
 from tests.conftest import WorkerProcess
 from tests.core.planner.helpers import parse, small_doc
 from tests.helpers import stopped_if, wait_for

@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
-from simulations import services, tasks
 from simulations.choices import FINAL_STATUSES, RunEventKind, RunStatus
-from simulations.models import RunEvent, SimulationRun
+from simulations.runs import services as run_services
+from simulations.runs import tasks
+from simulations.runs.models import RunEvent, SimulationRun
+from simulations.scenarios import services as scenario_services
 from tests.helpers import wait_for
 from tests.integration.tuned_workers import (  # noqa: F401  (the fixture)
     TunedWorker,
@@ -51,8 +53,8 @@ def a100_doc(*, policy: str = "homogeneous", requests: int = 200, systems: int =
 
 
 def submit(user: Any, document: dict) -> SimulationRun:
-    scenario = services.scenario_create(owner=user, document=document)
-    return services.simulation_run_create(scenario=scenario, owner=user)
+    scenario = scenario_services.scenario_create(owner=user, document=document)
+    return run_services.simulation_run_create(scenario=scenario, owner=user)
 
 
 def row(run: SimulationRun) -> dict[str, Any]:

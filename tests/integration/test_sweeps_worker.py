@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from simulations.choices import ChunkStatus
 from simulations.sweeps import services as sweep_services
 from simulations.sweeps.models import (
-    ChunkStatus,
     ConfigurationStatus,
     Sweep,
     SweepChunk,

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from simulations import services
 from simulations.choices import TraceParseStatus
-from simulations.models import Trace
+from simulations.scenarios import services
+from simulations.scenarios.models import Trace
 from tests.helpers import wait_for
 from tests.simulations.test_services import MINI_TRACE
 

@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from simulations import services
 from simulations.adapters import catalog_from_db
 from simulations.choices import FINAL_STATUSES, RunEventKind, RunStatus
 from simulations.core.jsonsafe import finite
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
-from simulations.models import RunEvent, SimulationRun
+from simulations.runs import services as run_services
+from simulations.runs.models import RunEvent, SimulationRun
+from simulations.scenarios import services as scenario_services
 from tests.conftest import WorkerProcess
 from tests.helpers import wait_for
 
@@ -56,8 +57,8 @@ def phone_doc(*, policy: str = "homogeneous", requests: int = 30, systems: int =
 
 
 def submit(user: Any, document: dict) -> SimulationRun:
-    scenario = services.scenario_create(owner=user, document=document)
-    return services.simulation_run_create(scenario=scenario, owner=user)
+    scenario = scenario_services.scenario_create(owner=user, document=document)
+    return run_services.simulation_run_create(scenario=scenario, owner=user)
 
 
 def row(run: SimulationRun) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def test_cancel_stops_a_running_simulation_and_the_worker_keeps_serving(
 ) -> None:
     run = submit(user, phone_doc(requests=100_000, systems=10))
     wait_for(lambda: row(run)["status"] == RunStatus.RUNNING, timeout_s=120)
-    assert services.run_cancel(run=run, user=user)
+    assert run_services.run_cancel(run=run, user=user)
 
     # The worker notices at its next heartbeat, stops, and takes the next run.
     follow_up = submit(user, phone_doc())

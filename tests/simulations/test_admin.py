@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from simulations.catalog.models import Device, LLMModel
 from simulations.choices import RunStatus
-from simulations.models import Device, LLMModel, SimulationRun, Trace
+from simulations.runs.models import SimulationRun
+from simulations.scenarios.models import Trace
 from tests.core.test_hf_config import LLAMA32_3B
 from tests.factories import SimulationRunFactory
 from tests.simulations.test_services import MINI_TRACE
@@ -178,8 +180,8 @@ def test_runs_are_read_only_but_can_be_cancelled(admin_client: Any) -> None:
 def test_a_scenario_saved_in_the_admin_protects_its_trace(
     admin_client: Any, user: Any, builtin_catalog_rows: Any
 ) -> None:
-    from simulations import services
-    from simulations.models import Scenario, TraceReference
+    from simulations.scenarios import services
+    from simulations.scenarios.models import Scenario, TraceReference
     from tests.frontend.test_trace_pages import traced_document
 
     services.trace_import(slug="mini", name="mini", text=MINI_TRACE, owner=user)

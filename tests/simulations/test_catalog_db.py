@@ -8,9 +8,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
-from simulations import adapters, services
+from simulations import adapters
+from simulations.catalog import services
+from simulations.catalog.models import Device, LLMModel, MemoryTier, RuntimeProfile
 from simulations.core.catalog import Catalog, builtin_catalog
-from simulations.models import Device, LLMModel, MemoryTier, RuntimeProfile
 from tests.catalog_records import make_catalog, records
 
 pytestmark = pytest.mark.django_db

@@ -17,8 +17,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
-from simulations import services
-from simulations.models import Device, LLMModel, RuntimeProfile
+from simulations.catalog import services
+from simulations.catalog.models import Device, LLMModel, RuntimeProfile
 from tests.catalog_records import records
 
 pytestmark = pytest.mark.django_db

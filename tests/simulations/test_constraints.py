@@ -13,8 +13,9 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from simulations.catalog.models import Device, LLMModel, MemoryTier, RuntimeProfile
 from simulations.choices import RunStatus
-from simulations.models import Device, LLMModel, MemoryTier, RuntimeProfile, SimulationRun
+from simulations.runs.models import SimulationRun
 from tests.factories import (
     DeviceFactory,
     LLMModelFactory,
@@ -141,7 +142,7 @@ def test_run_progress_is_a_percentage() -> None:
 
 
 def test_run_rows_are_never_saved_after_creation() -> None:
-    from simulations.models import RunImmutableError
+    from simulations.runs.models import RunImmutableError
 
     run = SimulationRunFactory()
     run.status = RunStatus.CANCELLED

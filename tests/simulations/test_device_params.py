@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from simulations import services
 from simulations.adapters import device_spec
+from simulations.catalog import services
+from simulations.catalog.models import Device
 from simulations.core.catalog import builtin_catalog
 from simulations.device_families import param_schema
-from simulations.models import Device
 from tests.factories import DeviceFactory
 
 pytestmark = pytest.mark.django_db

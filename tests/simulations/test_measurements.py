@@ -12,12 +12,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from simulations import services
+from simulations.catalog.models import RuntimeProfile
 from simulations.core.errors import ScenarioValidationError
 from simulations.measurements import selectors
 from simulations.measurements import services as msvc
 from simulations.measurements.models import Calibration, MeasurementSet
-from simulations.models import RuntimeProfile
+from simulations.scenarios import services
 from tests.factories import A100_OPERATORS, MeasurementSetFactory
 from tests.frontend.conftest import glitches_document
 
@@ -241,7 +241,7 @@ def test_a_set_too_large_for_an_interactive_fit_is_refused(
 
 
 def _admin_form(**overrides: Any) -> dict[str, Any]:
-    from simulations.models import Device, LLMModel
+    from simulations.catalog.models import Device, LLMModel
 
     form = {
         "slug": "a100-ops",

@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from simulations import services
 from simulations.adapters import device_values, memory_tier_values
+from simulations.catalog import services
 from simulations.core.catalog import builtin_catalog, iter_records
 
 BEFORE = [("simulations", "0011_fp8_peak_and_fp8_profiles")]
@@ -130,7 +130,7 @@ def test_the_columns_become_params_and_the_seed_still_owns_unedited_rows(old_app
     report = services.catalog_seed()
     assert "device u280" not in report.kept
     assert report.kept == ["device vhk158"]
-    from simulations.models import Device
+    from simulations.catalog.models import Device
 
     assert Device.objects.get(slug="vhk158").params["clock_mhz"] == 300.0
     assert json.loads(json.dumps(Device.objects.get(slug="u280").params)) == {

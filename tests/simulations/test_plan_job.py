@@ -15,11 +15,12 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from simulations.choices import RunStatus
+from simulations.choices import ChunkStatus, RunStatus
 from simulations.core.errors import ScenarioValidationError
 from simulations.core.planner import Search
+from simulations.jobs import QuotaExceededError
 from simulations.plans import selectors, services, tasks
-from simulations.plans.models import ChunkStatus, Plan, PlanChunk, PlanResult, PlanStage
+from simulations.plans.models import Plan, PlanChunk, PlanResult, PlanStage
 from tests.core.planner.helpers import neo_doc, parse, small_doc
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -218,6 +219,6 @@ def test_a_user_may_have_only_so_many_active_plans(
     settings.HETPLANNER_MAX_ACTIVE_PLANS_PER_USER = 2
     services.plan_create(spec=_doc(), owner=user)
     services.plan_create(spec=_doc(), owner=user)
-    with pytest.raises(services.QuotaExceededError):
+    with pytest.raises(QuotaExceededError):
         services.plan_create(spec=_doc(), owner=user)
     assert Plan.objects.count() == 2

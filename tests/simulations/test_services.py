@@ -1,4 +1,5 @@
-"""Writes: scenarios, workloads, imports and the run lifecycle (simulations.services)."""
+"""Writes: scenarios, workloads, imports and the run lifecycle (the catalog,
+scenarios and runs services)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,15 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
-from simulations import services
+from simulations.catalog import services as catalog_services
+from simulations.catalog.models import LLMModel
 from simulations.choices import RunEventKind, RunStatus
 from simulations.core.errors import ScenarioValidationError
-from simulations.models import LLMModel, RunEvent, Scenario, SimulationRun, Trace, Workload
+from simulations.jobs import QuotaExceededError
+from simulations.runs import services as run_services
+from simulations.runs.models import RunEvent, SimulationRun
+from simulations.scenarios import services as scenario_services
+from simulations.scenarios.models import Scenario, Trace, Workload
 from tests.core.test_hf_config import LLAMA31_8B
 
 pytestmark = pytest.mark.django_db
@@ -47,14 +53,14 @@ def scenario_doc(**overrides: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def scenario(fixture_catalog_rows: Any, user: Any) -> Scenario:
-    return services.scenario_create(owner=user, document=scenario_doc())
+    return scenario_services.scenario_create(owner=user, document=scenario_doc())
 
 
 # --- scenarios -------------------------------------------------------------------------------
 
 
 def test_scenario_create_stores_a_valid_document(fixture_catalog_rows: Any, user: Any) -> None:
-    stored = services.scenario_create(owner=user, document=scenario_doc(), shared=True)
+    stored = scenario_services.scenario_create(owner=user, document=scenario_doc(), shared=True)
     assert stored.name == "two GPUs"
     assert stored.owner == user and stored.shared
     assert Scenario.objects.get().document == scenario_doc()
@@ -65,15 +71,15 @@ def test_a_rejected_scenario_stores_nothing(fixture_catalog_rows: Any, user: Any
     bad["systems"][0]["devices"][0]["count"] = 0
     bad["workload"]["requests"] = math.nan
     with pytest.raises(ScenarioValidationError) as err:
-        services.scenario_create(owner=user, document=bad)
+        scenario_services.scenario_create(owner=user, document=bad)
     assert set(err.value.errors) == {"systems[0].devices[0].count", "workload.requests"}
     assert not Scenario.objects.exists()
 
 
 def test_an_oversized_document_is_rejected(fixture_catalog_rows: Any, user: Any) -> None:
-    doc = scenario_doc(description="x" * (services.MAX_DOCUMENT_BYTES + 1))
+    doc = scenario_doc(description="x" * (scenario_services.MAX_DOCUMENT_BYTES + 1))
     with pytest.raises(ScenarioValidationError) as err:
-        services.scenario_create(owner=user, document=doc)
+        scenario_services.scenario_create(owner=user, document=doc)
     assert list(err.value.errors) == ["document"]
     assert not Scenario.objects.exists()
 
@@ -81,10 +87,12 @@ def test_an_oversized_document_is_rejected(fixture_catalog_rows: Any, user: Any)
 def test_scenario_update_revalidates(scenario: Scenario) -> None:
     bad = scenario_doc(model="nope")
     with pytest.raises(ScenarioValidationError):
-        services.scenario_update(scenario=scenario, document=bad)
+        scenario_services.scenario_update(scenario=scenario, document=bad)
     scenario.refresh_from_db()
     assert scenario.document["model"] == "t-llama2-7b"
-    services.scenario_update(scenario=scenario, document=scenario_doc(name="renamed"), shared=True)
+    scenario_services.scenario_update(
+        scenario=scenario, document=scenario_doc(name="renamed"), shared=True
+    )
     scenario.refresh_from_db()
     assert (scenario.name, scenario.shared) == ("renamed", True)
 
@@ -93,7 +101,7 @@ def test_scenario_update_revalidates(scenario: Scenario) -> None:
 
 
 def test_workload_create_validates_as_a_scenario_workload(user: Any) -> None:
-    wl = services.workload_create(
+    wl = scenario_services.workload_create(
         owner=user,
         name="chat",
         requests=100,
@@ -104,7 +112,7 @@ def test_workload_create_validates_as_a_scenario_workload(user: Any) -> None:
     )
     assert wl.to_document()["arrival"] == {"kind": "poisson", "rate_per_s": 3.0}
     with pytest.raises(ScenarioValidationError) as err:
-        services.workload_create(
+        scenario_services.workload_create(
             owner=user,
             name="bad",
             requests=10,
@@ -113,7 +121,7 @@ def test_workload_create_validates_as_a_scenario_workload(user: Any) -> None:
         )
     assert "workload.input_tokens.high" in err.value.errors
     with pytest.raises(ValidationError) as verr:
-        services.workload_create(
+        scenario_services.workload_create(
             owner=user,
             name="no rate",
             requests=10,
@@ -126,8 +134,8 @@ def test_workload_create_validates_as_a_scenario_workload(user: Any) -> None:
 
 
 def test_a_trace_workload_refers_to_its_trace(user: Any) -> None:
-    trace = services.trace_import(slug="mini", name="mini", text=MINI_TRACE)
-    wl = services.workload_create(
+    trace = scenario_services.trace_import(slug="mini", name="mini", text=MINI_TRACE)
+    wl = scenario_services.workload_create(
         owner=user,
         name="replay",
         requests=3,
@@ -137,13 +145,13 @@ def test_a_trace_workload_refers_to_its_trace(user: Any) -> None:
         trace=trace,
         time_scale=2.0,
     )
-    spec = services.workload_validate(wl)
+    spec = scenario_services.workload_validate(wl)
     assert spec.trace is not None and spec.trace.output_tokens == (44, 109, 55)
     assert spec.arrival.time_scale == 2.0
 
 
 def test_trace_import_stores_the_parsed_columns() -> None:
-    trace = services.trace_import(slug="mini", name="Mini trace", text=MINI_TRACE.encode())
+    trace = scenario_services.trace_import(slug="mini", name="Mini trace", text=MINI_TRACE.encode())
     assert trace.request_count == 3
     assert trace.duration_s == pytest.approx(4.541877)
     assert trace.data["input_tokens"] == [374, 396, 879]
@@ -153,13 +161,13 @@ def test_trace_import_stores_the_parsed_columns() -> None:
 def test_a_bad_trace_names_the_line_and_stores_nothing() -> None:
     bad = MINI_TRACE.replace("396", "-4")
     with pytest.raises(ValidationError) as err:
-        services.trace_import(slug="bad", name="bad", text=bad)
+        scenario_services.trace_import(slug="bad", name="bad", text=bad)
     assert "line 3" in err.value.message_dict["text"][0]
     assert not Trace.objects.exists()
 
 
 def test_hf_import_creates_a_model_with_sources() -> None:
-    row = services.hf_model_import(
+    row = catalog_services.hf_model_import(
         config=LLAMA31_8B, slug="imported-8b", name="Imported 8B", origin="meta-llama config.json"
     )
     assert (row.n_kv_heads, row.vocab_size, row.ffn_kind) == (8, 128256, "gated")
@@ -169,13 +177,15 @@ def test_hf_import_creates_a_model_with_sources() -> None:
 
 def test_hf_import_rejects_bad_input_and_stores_nothing() -> None:
     with pytest.raises(ValidationError) as err:
-        services.hf_model_import(config="{not json", slug="x", name="x")
+        catalog_services.hf_model_import(config="{not json", slug="x", name="x")
     assert "config" in err.value.message_dict
     with pytest.raises(ValidationError) as err:
-        services.hf_model_import(config={**LLAMA31_8B, "hidden_size": -1}, slug="x", name="x")
+        catalog_services.hf_model_import(
+            config={**LLAMA31_8B, "hidden_size": -1}, slug="x", name="x"
+        )
     assert "config.hidden_size" in err.value.message_dict["config"][0]
     with pytest.raises(ValidationError) as err:
-        services.hf_model_import(config=LLAMA31_8B, slug="Not A Slug", name="x")
+        catalog_services.hf_model_import(config=LLAMA31_8B, slug="Not A Slug", name="x")
     assert "slug" in err.value.message_dict
     assert not LLMModel.objects.exists()
 
@@ -186,9 +196,9 @@ def test_hf_import_rejects_bad_input_and_stores_nothing() -> None:
 def test_run_create_queues_the_task_only_after_commit(
     scenario: Scenario, user: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    with mock.patch("simulations.tasks.run_simulation.delay") as delay:
+    with mock.patch("simulations.runs.tasks.run_simulation.delay") as delay:
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
-            run = services.simulation_run_create(scenario=scenario, owner=user)
+            run = run_services.simulation_run_create(scenario=scenario, owner=user)
             assert not delay.called
         assert len(callbacks) == 1
         callbacks[0]()
@@ -199,11 +209,11 @@ def test_run_create_queues_the_task_only_after_commit(
 
 
 def test_run_create_revalidates_against_todays_catalog(scenario: Scenario, user: Any) -> None:
-    from simulations.models import Device
+    from simulations.catalog.models import Device
 
     Device.objects.filter(slug="t-a100-80gb").update(slug="renamed-a100")
     with pytest.raises(ScenarioValidationError) as err:
-        services.simulation_run_create(scenario=scenario, owner=user)
+        run_services.simulation_run_create(scenario=scenario, owner=user)
     assert "systems[0].devices[0].device" in err.value.errors
     assert not SimulationRun.objects.exists()
 
@@ -212,15 +222,33 @@ def test_only_the_owner_or_a_shared_scenario_can_be_run(
     scenario: Scenario, other_user: Any
 ) -> None:
     with pytest.raises(PermissionDenied):
-        services.simulation_run_create(scenario=scenario, owner=other_user)
-    services.scenario_update(scenario=scenario, shared=True)
-    run = services.simulation_run_create(scenario=scenario, owner=other_user)
+        run_services.simulation_run_create(scenario=scenario, owner=other_user)
+    scenario_services.scenario_update(scenario=scenario, shared=True)
+    run = run_services.simulation_run_create(scenario=scenario, owner=other_user)
     assert run.owner == other_user
+
+
+def test_run_submit_refuses_a_run_past_the_quota_and_stores_nothing(
+    scenario: Scenario, user: Any, settings: Any
+) -> None:
+    settings.HETPLANNER_MAX_ACTIVE_RUNS_PER_USER = 2
+    with mock.patch("simulations.runs.tasks.run_simulation.delay"):
+        first = run_services.run_submit(scenario=scenario, owner=user)
+        run_services.run_submit(scenario=scenario, owner=user)
+        with pytest.raises(QuotaExceededError) as err:
+            run_services.run_submit(scenario=scenario, owner=user)
+        assert (err.value.active, err.value.limit) == (2, 2)
+        assert "active runs per user" in str(err.value)
+        assert SimulationRun.objects.count() == 2
+        # A final run no longer counts against the quota.
+        run_services.run_cancel(run=first, user=user)
+        run_services.run_submit(scenario=scenario, owner=user)
+    assert SimulationRun.objects.count() == 3
 
 
 @pytest.fixture
 def run(scenario: Scenario, user: Any) -> SimulationRun:
-    return services.simulation_run_create(scenario=scenario, owner=user)
+    return run_services.simulation_run_create(scenario=scenario, owner=user)
 
 
 def status_of(run: SimulationRun) -> dict[str, Any]:
@@ -228,27 +256,27 @@ def status_of(run: SimulationRun) -> dict[str, Any]:
 
 
 def test_a_claim_moves_a_queued_run_to_running_once(run: SimulationRun) -> None:
-    claim = services.run_claim(run.pk, worker="w1:1")
+    claim = run_services.run_claim(run.pk, worker="w1:1")
     assert claim is not None and claim.attempt == 1
     assert claim.document == run.document
     row = status_of(run)
     assert (row["status"], row["attempts"], row["worker"]) == (RunStatus.RUNNING, 1, "w1:1")
     assert row["started_at"] is not None and row["heartbeat_at"] is not None
     # A second delivery while the first worker is alive gets nothing.
-    assert services.run_claim(run.pk, worker="w2:2") is None
+    assert run_services.run_claim(run.pk, worker="w2:2") is None
     assert status_of(run)["attempts"] == 1
 
 
 def test_a_run_with_a_stale_heartbeat_can_be_claimed_again(run: SimulationRun) -> None:
-    first = services.run_claim(run.pk, worker="w1:1")
+    first = run_services.run_claim(run.pk, worker="w1:1")
     assert first is not None
     later = timezone.now() + timedelta(seconds=60)
-    second = services.run_claim(run.pk, worker="w2:2", now=later)
+    second = run_services.run_claim(run.pk, worker="w2:2", now=later)
     assert second is not None and second.attempt == 2
     # The lost attempt can no longer write anything.
-    assert not services.run_mark_progress(run.pk, first.attempt, 50)
-    assert not services.run_mark_succeeded(run.pk, first.attempt, {"systems": []})
-    assert services.run_mark_succeeded(run.pk, second.attempt, {"systems": [{"x": 1}]})
+    assert not run_services.run_mark_progress(run.pk, first.attempt, 50)
+    assert not run_services.run_mark_succeeded(run.pk, first.attempt, {"systems": []})
+    assert run_services.run_mark_succeeded(run.pk, second.attempt, {"systems": [{"x": 1}]})
     row = status_of(run)
     assert (row["status"], row["progress"], row["result"]) == (
         RunStatus.SUCCEEDED,
@@ -258,21 +286,24 @@ def test_a_run_with_a_stale_heartbeat_can_be_claimed_again(run: SimulationRun) -
 
 
 def test_a_retry_resumes_its_own_claim(run: SimulationRun) -> None:
-    first = services.run_claim(run.pk, worker="w1:1")
+    first = run_services.run_claim(run.pk, worker="w1:1")
     assert first is not None
-    resumed = services.run_claim(run.pk, worker="w1:1", resume_attempt=first.attempt)
+    resumed = run_services.run_claim(run.pk, worker="w1:1", resume_attempt=first.attempt)
     assert resumed is not None and resumed.attempt == 2
-    assert services.run_claim(run.pk, worker="w1:1", resume_attempt=first.attempt) is None
+    assert run_services.run_claim(run.pk, worker="w1:1", resume_attempt=first.attempt) is None
 
 
 def test_the_result_is_stored_exactly_once_and_final_states_are_kept(run: SimulationRun) -> None:
-    claim = services.run_claim(run.pk, worker="w:1")
+    claim = run_services.run_claim(run.pk, worker="w:1")
     assert claim is not None
-    assert services.run_mark_succeeded(run.pk, claim.attempt, {"systems": [1]})
-    assert not services.run_mark_succeeded(run.pk, claim.attempt, {"systems": [2]})
-    assert not services.run_mark_failed(run.pk, claim.attempt, "late failure")
-    assert not services.run_cancel(run=run, user=run.owner)
-    assert services.run_claim(run.pk, worker="w:2", now=timezone.now() + timedelta(hours=1)) is None
+    assert run_services.run_mark_succeeded(run.pk, claim.attempt, {"systems": [1]})
+    assert not run_services.run_mark_succeeded(run.pk, claim.attempt, {"systems": [2]})
+    assert not run_services.run_mark_failed(run.pk, claim.attempt, "late failure")
+    assert not run_services.run_cancel(run=run, user=run.owner)
+    assert (
+        run_services.run_claim(run.pk, worker="w:2", now=timezone.now() + timedelta(hours=1))
+        is None
+    )
     row = status_of(run)
     assert (row["status"], row["result"], row["error"]) == (
         RunStatus.SUCCEEDED,
@@ -286,9 +317,9 @@ def test_the_result_is_stored_exactly_once_and_final_states_are_kept(run: Simula
 def test_results_are_stored_as_plain_json(run: SimulationRun) -> None:
     import numpy as np
 
-    claim = services.run_claim(run.pk, worker="w:1")
+    claim = run_services.run_claim(run.pk, worker="w:1")
     assert claim is not None
-    services.run_mark_succeeded(
+    run_services.run_mark_succeeded(
         run.pk,
         claim.attempt,
         {"systems": [{"n": np.int64(3), "x": np.float64(0.5), "bad": math.nan, "t": (1, 2)}]},
@@ -297,21 +328,21 @@ def test_results_are_stored_as_plain_json(run: SimulationRun) -> None:
 
 
 def test_cancel_stops_a_running_attempt(run: SimulationRun, other_user: Any) -> None:
-    claim = services.run_claim(run.pk, worker="w:1")
+    claim = run_services.run_claim(run.pk, worker="w:1")
     assert claim is not None
     with pytest.raises(PermissionDenied):
-        services.run_cancel(run=run, user=other_user)
-    assert services.run_cancel(run=run, user=run.owner)
-    assert not services.run_mark_progress(run.pk, claim.attempt, 10)
-    assert not services.run_mark_succeeded(run.pk, claim.attempt, {"systems": []})
+        run_services.run_cancel(run=run, user=other_user)
+    assert run_services.run_cancel(run=run, user=run.owner)
+    assert not run_services.run_mark_progress(run.pk, claim.attempt, 10)
+    assert not run_services.run_mark_succeeded(run.pk, claim.attempt, {"systems": []})
     row = status_of(run)
     assert row["status"] == RunStatus.CANCELLED and row["finished_at"] is not None
 
 
 def test_progress_is_a_capped_percentage(run: SimulationRun) -> None:
-    claim = services.run_claim(run.pk, worker="w:1")
+    claim = run_services.run_claim(run.pk, worker="w:1")
     assert claim is not None
-    assert services.run_mark_progress(run.pk, claim.attempt, 250)
+    assert run_services.run_mark_progress(run.pk, claim.attempt, 250)
     assert status_of(run)["progress"] == 99
 
 
@@ -320,9 +351,9 @@ def test_a_run_is_delivered_at_most_max_attempts_times(run: SimulationRun, setti
     now = timezone.now()
     for attempt in range(1, 4):
         now += timedelta(minutes=10)
-        claim = services.run_claim(run.pk, worker=f"w:{attempt}", now=now)
+        claim = run_services.run_claim(run.pk, worker=f"w:{attempt}", now=now)
         assert claim is not None and claim.attempt == attempt
-    assert services.run_claim(run.pk, worker="w:4", now=now + timedelta(minutes=10)) is None
+    assert run_services.run_claim(run.pk, worker="w:4", now=now + timedelta(minutes=10)) is None
     row = status_of(run)
     assert row["status"] == RunStatus.FAILED
     assert row["attempts"] == 3
@@ -334,20 +365,20 @@ def test_reconcile_requeues_stale_runs_and_resends_lost_messages(
 ) -> None:
     settings.HETPLANNER_MAX_ATTEMPTS = 2
     stale, exhausted, waiting, fresh = (
-        services.simulation_run_create(scenario=scenario, owner=user) for _ in range(4)
+        run_services.simulation_run_create(scenario=scenario, owner=user) for _ in range(4)
     )
     t0 = timezone.now()
-    services.run_claim(stale.pk, worker="dead:1", now=t0)
-    services.run_claim(exhausted.pk, worker="dead:1", now=t0)
-    services.run_claim(exhausted.pk, worker="dead:2", now=t0 + timedelta(minutes=5))
-    services.run_claim(fresh.pk, worker="alive:1", now=t0 + timedelta(minutes=10))
+    run_services.run_claim(stale.pk, worker="dead:1", now=t0)
+    run_services.run_claim(exhausted.pk, worker="dead:1", now=t0)
+    run_services.run_claim(exhausted.pk, worker="dead:2", now=t0 + timedelta(minutes=5))
+    run_services.run_claim(fresh.pk, worker="alive:1", now=t0 + timedelta(minutes=10))
     SimulationRun.objects.filter(pk=waiting.pk).update(enqueued_at=t0 - timedelta(hours=2))
     now = t0 + timedelta(minutes=10, seconds=1)
     with (
-        mock.patch("simulations.tasks.run_simulation.delay") as delay,
+        mock.patch("simulations.runs.tasks.run_simulation.delay") as delay,
         django_capture_on_commit_callbacks(execute=True),
     ):
-        report = services.runs_reconcile(now=now)
+        report = run_services.runs_reconcile(now=now)
     assert report.requeued == [stale.pk]
     assert report.failed == [exhausted.pk]
     assert report.resent == [waiting.pk]
@@ -356,7 +387,7 @@ def test_reconcile_requeues_stale_runs_and_resends_lost_messages(
     assert status_of(exhausted)["status"] == RunStatus.FAILED
     assert status_of(fresh)["status"] == RunStatus.RUNNING
     # The requeued run is claimable again and keeps counting attempts.
-    claim = services.run_claim(stale.pk, worker="w:9", now=now)
+    claim = run_services.run_claim(stale.pk, worker="w:9", now=now)
     assert claim is not None and claim.attempt == 2
 
 
@@ -367,10 +398,10 @@ def test_a_broker_failure_on_submit_is_logged_not_raised(
 
     down = OperationalError("broker down")
     with (
-        mock.patch("simulations.tasks.run_simulation.delay", side_effect=down) as delay,
+        mock.patch("simulations.runs.tasks.run_simulation.delay", side_effect=down) as delay,
         django_capture_on_commit_callbacks(execute=True),
     ):
-        run = services.simulation_run_create(scenario=scenario, owner=user)
+        run = run_services.simulation_run_create(scenario=scenario, owner=user)
     delay.assert_called_once_with(run.pk)
     assert status_of(run)["status"] == RunStatus.QUEUED
 
@@ -385,7 +416,7 @@ def test_the_reconcile_command_runs_the_reconciler(
     SimulationRun.objects.filter(pk=run.pk).update(enqueued_at=None)
     out = StringIO()
     with (
-        mock.patch("simulations.tasks.run_simulation.delay") as delay,
+        mock.patch("simulations.runs.tasks.run_simulation.delay") as delay,
         django_capture_on_commit_callbacks(execute=True),
     ):
         call_command("reconcile_runs", stdout=out)
@@ -399,7 +430,7 @@ def test_trace_import_refuses_a_million_rows_at_the_cap_naming_it_and_the_line()
     rows = "\r\n".join("2023-11-16 18:15:46.1,5,5" for _ in range(1_000_000))
     text = f"TIMESTAMP,ContextTokens,GeneratedTokens\r\n{rows}"
     with pytest.raises(ValidationError) as err:
-        services.trace_import(slug="huge", name="huge", text=text.encode())
+        scenario_services.trace_import(slug="huge", name="huge", text=text.encode())
     message = err.value.message_dict["text"][0]
     assert f"at most {MAX_TRACE_ROWS} rows" in message
     assert f"line {MAX_TRACE_ROWS + 2}" in message

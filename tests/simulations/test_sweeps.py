@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from simulations.choices import ChunkStatus
 from simulations.sweeps import services
 from simulations.sweeps.expand import (
     SweepValidationError,
@@ -21,7 +22,7 @@ from simulations.sweeps.expand import (
     parse_axes,
     parse_path,
 )
-from simulations.sweeps.models import ChunkStatus, SweepChunk
+from simulations.sweeps.models import SweepChunk
 
 TEMPLATE = {
     "name": "t",

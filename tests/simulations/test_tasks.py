@@ -9,6 +9,7 @@ must see the committed run.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 from unittest import mock
 
@@ -16,14 +17,16 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import OperationalError
 
-from simulations import services, tasks
 from simulations.adapters import catalog_from_db
 from simulations.choices import RunEventKind, RunStatus
 from simulations.core.jsonsafe import finite
 from simulations.core.policies import policy_names
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
-from simulations.models import RunEvent, SimulationRun
+from simulations.runs import services as run_services
+from simulations.runs import tasks
+from simulations.runs.models import RunEvent, SimulationRun
+from simulations.scenarios import services as scenario_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,9 +59,9 @@ def phone_doc(policy: str = "homogeneous", **workload: Any) -> dict[str, Any]:
 
 
 def submit(user: Any, document: dict[str, Any]) -> SimulationRun:
-    scenario = services.scenario_create(owner=user, document=document)
-    with mock.patch("simulations.tasks.run_simulation.delay"):
-        return services.simulation_run_create(scenario=scenario, owner=user)
+    scenario = scenario_services.scenario_create(owner=user, document=document)
+    with mock.patch("simulations.runs.tasks.run_simulation.delay"):
+        return run_services.simulation_run_create(scenario=scenario, owner=user)
 
 
 def execute(run: SimulationRun) -> Any:
@@ -119,7 +122,7 @@ def test_a_model_that_does_not_fit_fails_without_retry(user: Any) -> None:
 
 @pytest.mark.usefixtures("catalog")
 def test_a_catalog_change_after_submission_fails_the_run_with_the_json_path(user: Any) -> None:
-    from simulations.models import Device
+    from simulations.catalog.models import Device
 
     run = submit(user, phone_doc())
     Device.objects.filter(slug="hexagon-npu").update(slug="hexagon-renamed")
@@ -150,7 +153,7 @@ def test_a_bug_fails_the_run_once_instead_of_retrying(user: Any) -> None:
 @pytest.mark.usefixtures("catalog")
 def test_a_transient_database_error_is_retried(user: Any) -> None:
     run = submit(user, phone_doc())
-    real = services.run_claim
+    real = run_services.run_claim
     calls: list[int] = []
 
     def flaky_claim(*args: Any, **kwargs: Any) -> Any:
@@ -159,7 +162,7 @@ def test_a_transient_database_error_is_retried(user: Any) -> None:
             raise OperationalError("db restarting")
         return real(*args, **kwargs)
 
-    with mock.patch.object(services, "run_claim", side_effect=flaky_claim):
+    with mock.patch.object(run_services, "run_claim", side_effect=flaky_claim):
         tasks.run_simulation.apply(args=(run.pk,))
     assert len(calls) == 2
     stored = row(run)
@@ -185,6 +188,29 @@ def test_a_transient_error_mid_run_resumes_the_same_claim(user: Any) -> None:
     assert stored["status"] == RunStatus.SUCCEEDED
     assert stored["attempts"] == 2  # the retry was a second delivery of the same run
     assert events(run).count(RunEventKind.SUCCEEDED) == 1
+
+
+@pytest.mark.usefixtures("catalog")
+def test_the_heartbeat_writes_the_runs_progress_while_it_simulates(
+    user: Any, settings: Any
+) -> None:
+    settings.HETPLANNER_HEARTBEAT_INTERVAL_S = 0.05
+    run = submit(user, phone_doc())
+    real_simulate = simulate
+    seen: list[int] = []
+
+    def reporting(spec: Any, progress: Any = None) -> Any:
+        progress(0.5)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline and not seen:
+            if SimulationRun.objects.filter(pk=run.pk, progress=50).exists():
+                seen.append(50)
+            time.sleep(0.02)
+        return real_simulate(spec, progress=progress)
+
+    with mock.patch("simulations.core.simulate.simulate", side_effect=reporting):
+        assert execute(run) == "succeeded"
+    assert seen == [50]  # written by the heartbeat thread, before the result
 
 
 @pytest.mark.usefixtures("catalog")

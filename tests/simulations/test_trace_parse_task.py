@@ -10,11 +10,11 @@ from unittest import mock
 import pytest
 from django.core.exceptions import ValidationError
 
-from simulations import services, tasks
 from simulations.adapters import traces_from_db
 from simulations.choices import TraceParseStatus
 from simulations.core.scenario import MAX_TRACE_ROWS
-from simulations.models import Trace
+from simulations.scenarios import services, tasks
+from simulations.scenarios.models import Trace
 from tests.simulations.test_services import MINI_TRACE
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from simulations import services
-from simulations.models import Trace, TraceReference
+from simulations.scenarios import services
+from simulations.scenarios.models import Trace, TraceReference
 from simulations.sweeps import services as sweep_services
 from tests.frontend.conftest import glitches_document
 from tests.simulations.test_services import MINI_TRACE

@@ -63,6 +63,13 @@ def device_kinds() -> list[str]:
     return sorted({*_MODELS, *CONTAINER_KINDS})
 
 
+def roofline_kinds() -> frozenset[str]:
+    """The kinds whose family one device's roofline describes
+    (:attr:`~.base.DeviceModel.single_device_roofline`); containers have none."""
+    _load()
+    return frozenset(k for k, cls in _MODELS.items() if cls.single_device_roofline)
+
+
 def describe_family(kind: str) -> dict[str, Any]:
     """A family as the API, the admin and the pages render it: the kind-specific parameters
     of its devices and the settings a policy may choose, with units and bounds."""
@@ -123,4 +130,5 @@ __all__ = [
     "device_family",
     "device_kinds",
     "register_device_model",
+    "roofline_kinds",
 ]

@@ -84,6 +84,10 @@ class DeviceModel(ABC):
     #: constant plus maxima of affine terms), which lets the engine verify its decode
     #: curve's pieces at their ends only. A family that is not sure keeps False.
     decode_convex_in_kv: ClassVar[bool] = False
+    #: Whether one device's roofline (:mod:`simulations.core.roofline`: its dense peak at
+    #: the stack's precisions against its memory bandwidth) describes the family's devices.
+    #: A family whose compute sits in several chips beside separate memories keeps False.
+    single_device_roofline: ClassVar[bool] = True
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         self.device = device

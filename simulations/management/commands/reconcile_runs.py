@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from simulations.services import runs_reconcile
+from simulations.runs.services import runs_reconcile
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from simulations.builtin_traces import builtin_traces_seed
-from simulations.services import catalog_seed
+from simulations.catalog.services import catalog_seed
 
 
 class Command(BaseCommand):

@@ -15,6 +15,7 @@ from simulations.core.devices import (
     describe_family,
     device_family,
     device_kinds,
+    roofline_kinds,
 )
 from simulations.core.devices.base import DeviceModel, PhaseCost, host_round_trip_s
 from simulations.core.devices.fpga import FpgaModel
@@ -31,6 +32,16 @@ def test_every_built_in_kind_has_its_family_discovered() -> None:
     assert device_family("gpu") is GpuModel
     with pytest.raises(SpecError, match="no cost model for toaster devices"):
         device_family("toaster")
+
+
+def test_the_roofline_kinds_are_the_families_that_declare_one_device_roofline() -> None:
+    from tests.core.toy import device_family as toy
+
+    # H2M2's board has one accelerator per memory (no single roof); a SoC is a container.
+    assert roofline_kinds() == {"gpu", "fpga", "npu", "cpu"}
+    with toy.registered():
+        assert toy.KIND in roofline_kinds()
+    assert toy.KIND not in roofline_kinds()
 
 
 @pytest.mark.parametrize("slug", sorted(s for s, d in CAT.devices.items() if d.kind != "soc"))

@@ -64,6 +64,8 @@ class H2M2AccelModel(DeviceModel):
     """
 
     params = ARRAY_PARAMS
+    # One accelerator chip per memory tier, each with its own bandwidth: no single roof.
+    single_device_roofline = False
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         super().__init__(device, runtime)
