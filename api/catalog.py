@@ -375,6 +375,24 @@ class LLMModelSerializer(CatalogSerializer):
     vocab_size = dimension(required=True)
     tied_embeddings = strict.BooleanField(required=False)
     max_context = dimension(required=False)
+    moe = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="Mixture-of-experts block (n_experts, experts_per_token, expert_ffn_size, "
+        "n_shared_experts, shared_ffn_size, first_dense_layers, expert_weight_bits); null for "
+        "a dense model.",
+    )
+    mla = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="Multi-head latent attention block (kv_lora_rank, qk_rope_head_dim, "
+        "qk_nope_head_dim, v_head_dim, q_lora_rank); null without MLA.",
+    )
+    sliding_window = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="Sliding-window block (window_tokens, layers); null without one.",
+    )
 
     def to_representation(self, instance: LLMModel) -> dict[str, Any]:
         spec = model_spec(instance)
@@ -396,6 +414,7 @@ class LLMModelSerializer(CatalogSerializer):
             vocab_size=spec.vocab_size,
             tied_embeddings=spec.tied_embeddings,
             max_context=spec.max_context,
+            **{k: spec.architecture().get(k) for k in ("moe", "mla", "sliding_window")},
             sources=dict(spec.sources),
             notes=instance.notes,
             created_at=dt.to_representation(instance.created_at),

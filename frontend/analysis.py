@@ -16,7 +16,7 @@ import numpy as np
 from simulations.core import roofline
 from simulations.core.devices import roofline_kinds
 from simulations.core.errors import CapacityError, SpecError
-from simulations.core.graph import layer_weight_params
+from simulations.core.graph import gemm_params, layer_weight_params
 from simulations.core.spec import (
     DeviceSpec,
     LengthDist,
@@ -45,13 +45,16 @@ class ModelFacts:
 
 
 def model_facts(model: ModelSpec) -> ModelFacts:
-    """Parameter count (GEMMs of every layer, the embedding, the LM head unless tied, the
-    norms) and KV-cache bytes per token (2 × layers × KV heads × head dim × bytes)."""
+    """Parameter count (GEMMs of every layer — every expert of a mixture of experts —, the
+    embedding, the LM head unless tied, the norms) and KV-cache bytes per token (2 × layers
+    × KV heads × head dim × bytes; MLA: layers × latent and rope dims × bytes)."""
     per_layer = layer_weight_params(model)
     emb = model.vocab_size * model.hidden_size
     head = 0 if model.tied_embeddings else emb
     norms = (2 * model.n_layers + 1) * model.hidden_size
-    total = model.n_layers * per_layer + emb + head + norms
+    # gemm_params counts every layer (dense and MoE ones) plus the LM head's GEMM once
+    layers = gemm_params(model) - model.vocab_size * model.hidden_size
+    total = layers + emb + head + norms
     kv16 = model.kv_bytes_per_token(16)
     return ModelFacts(
         parameters=total,

@@ -22,6 +22,7 @@ from simulations.choices import TraceParseStatus
 from simulations.core.catalog import Catalog
 from simulations.core.provenance import calibration_from_dict
 from simulations.core.spec import (
+    ARCHITECTURE_BLOCKS,
     DeviceSpec,
     LinkSpec,
     MemoryKind,
@@ -45,8 +46,9 @@ DEVICE_PLAIN_FIELDS = _plain_fields(
 )
 #: RuntimeProfile fields stored under the same name on the RuntimeProfile row.
 RUNTIME_FIELDS = _plain_fields(RuntimeProfile, frozenset({"params", "sources", "calibration"}))
-#: ModelSpec fields stored under the same name on the LLMModel row.
-MODEL_FIELDS = _plain_fields(ModelSpec, frozenset({"sources"}))
+#: ModelSpec fields stored under the same name on the LLMModel row (the architecture blocks
+#: — moe, mla, sliding_window — share its ``architecture`` JSON column).
+MODEL_FIELDS = _plain_fields(ModelSpec, frozenset({"sources", *ARCHITECTURE_BLOCKS}))
 _LINK_COLUMNS = ("bw_gbps", "latency_us", "pcie_gen", "lanes")
 
 
@@ -94,7 +96,11 @@ def runtime_spec(row: RuntimeProfileRow) -> RuntimeProfile:
 
 def model_spec(row: LLMModel) -> ModelSpec:
     """The ModelSpec of an LLMModel row."""
-    return ModelSpec(**{f: getattr(row, f) for f in MODEL_FIELDS}, sources=dict(row.sources or {}))
+    return ModelSpec(
+        **{f: getattr(row, f) for f in MODEL_FIELDS},
+        **dict(row.architecture or {}),
+        sources=dict(row.sources or {}),
+    )
 
 
 def trace_data(row: Trace) -> TraceData:
@@ -138,6 +144,11 @@ def traces_from_db(
     # a trace still being parsed (or that failed) has no columns yet: not usable
     rows = rows.filter(slug__in=set(slugs), parse_status=TraceParseStatus.DONE)
     return {row.slug: trace_data(row) for row in rows}
+
+
+def _json_normal(value: Any) -> Any:
+    """``value`` as a JSON column gives it back."""
+    return json.loads(json.dumps(value))
 
 
 # --- specs → row values ----------------------------------------------------------------------
@@ -189,6 +200,7 @@ def model_values(spec: ModelSpec) -> dict[str, Any]:
     """LLMModel column values for ``spec``."""
     values: dict[str, Any] = {f: getattr(spec, f) for f in MODEL_FIELDS}
     values["ffn_kind"] = spec.ffn_kind.value
+    values["architecture"] = _json_normal(spec.architecture())
     values["sources"] = dict(spec.sources)
     return values
 

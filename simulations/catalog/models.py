@@ -29,6 +29,7 @@ from simulations.choices import (
 )
 from simulations.core.errors import SpecError
 from simulations.core.provenance import calibration_from_dict
+from simulations.core.spec import ARCHITECTURE_BLOCKS
 from simulations.device_families import device_kind_choices, params_errors
 from simulations.fields import (
     MAX_MODEL_DIM,
@@ -453,6 +454,13 @@ class LLMModel(CatalogItem):
         blank=True,
         help_text="The Hugging Face config.json this model was imported from (if any).",
     )
+    architecture = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Mixture-of-experts (moe), multi-head latent attention (mla) and "
+        "sliding-window blocks of the model (core ModelSpec.architecture()); empty for a "
+        "dense model.",
+    )
 
     class Meta(CatalogItem.Meta):
         verbose_name = "LLM model"
@@ -482,7 +490,15 @@ class LLMModel(CatalogItem):
         ]
 
     def clean(self) -> None:
-        """``n_kv_heads`` must divide ``n_heads``."""
+        """``n_kv_heads`` must divide ``n_heads``; ``architecture`` holds only the known
+        blocks, each an object."""
         super().clean()
         if self.n_heads and self.n_kv_heads and self.n_heads % self.n_kv_heads:
             raise ValidationError({"n_kv_heads": "Must divide the number of heads."})
+        arch = self.architecture
+        if not isinstance(arch, dict) or any(
+            k not in ARCHITECTURE_BLOCKS or not isinstance(v, dict) for k, v in arch.items()
+        ):
+            raise ValidationError(
+                {"architecture": f"Must map {', '.join(ARCHITECTURE_BLOCKS)} to objects."}
+            )

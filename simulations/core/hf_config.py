@@ -12,6 +12,18 @@ Supported families (by ``model_type``):
   ``gptj`` (same keys, untied), ``gpt_neox`` (LLaMA-style key names, untied by default)
   and ``opt`` (``ffn_dim``; tied by default).
 
+* Mixtures of experts (issue 21): ``mixtral`` (LLaMA keys plus ``num_local_experts``,
+  ``num_experts_per_tok``; the experts' width is ``intermediate_size``; a ``sliding_window``
+  windows every layer), ``qwen3_moe`` (``num_experts``, ``num_experts_per_tok``,
+  ``moe_intermediate_size``; every layer sparse: ``decoder_sparse_step`` 1 and no
+  ``mlp_only_layers``), ``deepseek_v3`` / ``deepseek_v2`` (``n_routed_experts``,
+  ``n_shared_experts``, ``moe_intermediate_size``, ``first_k_dense_replace``, ``moe_layer_freq``
+  1, and multi-head latent attention: ``kv_lora_rank``, ``q_lora_rank`` — null for none —,
+  ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``) and ``gpt_oss``
+  (``num_local_experts``, ``num_experts_per_tok``, ``sliding_window`` on the layers
+  ``layer_types`` names ``sliding_attention``, experts at 4.25 bits when
+  ``quantization_config.quant_method`` is ``mxfp4``).
+
 The result is a plain dict (spec field → value, plus ``sources`` naming the config key each
 number came from) so callers can add a slug and name and build the spec; nothing here
 touches a database. Missing or invalid keys raise SpecError naming ``config.<key>``.
@@ -27,7 +39,12 @@ from simulations.core.spec import FfnKind, ModelSpec
 
 _LLAMA_LIKE = ("llama", "mistral", "qwen2", "internlm", "internlm2")
 _GPT2_LIKE = ("gpt2", "gptj")
-SUPPORTED_MODEL_TYPES = (*_LLAMA_LIKE, *_GPT2_LIKE, "gpt_neox", "opt")
+#: Mixture-of-experts families (LLaMA-style keys for the attention and sizes).
+_MOE = ("mixtral", "qwen3_moe", "deepseek_v3", "deepseek_v2", "gpt_oss")
+SUPPORTED_MODEL_TYPES = (*_LLAMA_LIKE, *_GPT2_LIKE, "gpt_neox", "opt", *_MOE)
+#: Bits per parameter of an MXFP4 tensor: 4-bit E2M1 elements and one 8-bit E8M0 scale per
+#: block of 32 (OCP Microscaling Formats v1.0, §5).
+MXFP4_BITS = 4 + 8 / 32
 #: ``torch_dtype`` (``dtype`` in newer transformers) values: torch dtype names as
 #: transformers writes them, with or without the ``torch.`` prefix, and ``auto``. The value
 #: does not change the model's shapes, but a name outside these is a broken config.
@@ -138,6 +155,8 @@ def model_fields_from_hf_config(
         n_heads = take("n_heads", "num_attention_heads", _int(config, "num_attention_heads"))
         kv = _optional_int(config, "num_key_value_heads")
         ffn_key = "ffn_dim" if model_type == "opt" else "intermediate_size"
+        if model_type in ("deepseek_v3", "deepseek_v2"):
+            kv = n_heads  # MLA: per-head keys from one latent; the config repeats the heads
         fields = {
             "n_layers": take("n_layers", "num_hidden_layers", _int(config, "num_hidden_layers")),
             "hidden_size": hidden,
@@ -154,25 +173,133 @@ def model_fields_from_hf_config(
                 "max_position_embeddings",
                 _int(config, "max_position_embeddings"),
             ),
-            "ffn_kind": FfnKind.GATED if model_type in _LLAMA_LIKE else FfnKind.PLAIN,
+            "ffn_kind": FfnKind.GATED if model_type in (*_LLAMA_LIKE, *_MOE) else FfnKind.PLAIN,
             "tied_embeddings": take(
                 "tied_embeddings",
                 "tie_word_embeddings",
                 _bool(config, "tie_word_embeddings", model_type == "opt"),
             ),
         }
+    if model_type in _MOE:
+        _moe_fields(config, model_type, fields, keys)
     head_dim = _optional_int(config, "head_dim")
-    if head_dim is None:
+    if "mla" in fields:
+        mla = fields["mla"]
+        head_dim = mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]
+        keys["head_dim"] = "qk_nope_head_dim + qk_rope_head_dim"
+    elif head_dim is None:
         if hidden % n_heads:
             raise SpecError("config.num_attention_heads", "must divide the hidden size")
         head_dim = hidden // n_heads
         keys["head_dim"] = f"{keys['hidden_size']} / {keys['n_heads']}"
-    else:
+    elif "mla" not in fields:
         keys["head_dim"] = "head_dim"
     fields["head_dim"] = head_dim
     keys["ffn_kind"] = f"model_type {model_type!r}"
     fields["sources"] = {field: f"{origin}: {key}" for field, key in sorted(keys.items())}
     return fields
+
+
+def _moe_fields(
+    config: Mapping[str, Any], model_type: str, fields: dict[str, Any], keys: dict[str, str]
+) -> None:
+    """Add the ``moe`` (and ``mla``, ``sliding_window``) blocks of a mixture of experts."""
+    n_layers = fields["n_layers"]
+    moe: dict[str, Any] = {}
+
+    def take(name: str, key: str, value: Any) -> Any:
+        keys[name] = key
+        return value
+
+    if model_type in ("mixtral", "gpt_oss"):
+        e_key = "num_local_experts"
+        moe["expert_ffn_size"] = take(
+            "moe.expert_ffn_size", "intermediate_size", fields["ffn_size"]
+        )
+    elif model_type == "qwen3_moe":
+        e_key = "num_experts"
+        moe["expert_ffn_size"] = take(
+            "moe.expert_ffn_size", "moe_intermediate_size", _int(config, "moe_intermediate_size")
+        )
+        if config.get("decoder_sparse_step", 1) != 1:
+            raise SpecError("config.decoder_sparse_step", "only 1 (every layer sparse) is modelled")
+        if config.get("mlp_only_layers"):
+            raise SpecError(
+                "config.mlp_only_layers", "dense layers among MoE ones are not modelled"
+            )
+    else:
+        e_key = "n_routed_experts"
+        moe["expert_ffn_size"] = take(
+            "moe.expert_ffn_size", "moe_intermediate_size", _int(config, "moe_intermediate_size")
+        )
+        if config.get("moe_layer_freq", 1) != 1:
+            raise SpecError("config.moe_layer_freq", "only 1 (every layer after the dense ones)")
+        shared = config.get("n_shared_experts")
+        if shared is not None:
+            moe["n_shared_experts"] = take(
+                "moe.n_shared_experts", "n_shared_experts", _int(config, "n_shared_experts")
+            )
+        dense = config.get("first_k_dense_replace", 0)
+        if isinstance(dense, bool) or not isinstance(dense, int) or not 0 <= dense < n_layers:
+            raise SpecError(
+                "config.first_k_dense_replace",
+                f"must be an integer in [0, num_hidden_layers), got {dense!r}",
+            )
+        moe["first_dense_layers"] = take("moe.first_dense_layers", "first_k_dense_replace", dense)
+        q_lora = config.get("q_lora_rank")
+        fields["mla"] = {
+            "kv_lora_rank": take("mla.kv_lora_rank", "kv_lora_rank", _int(config, "kv_lora_rank")),
+            "qk_rope_head_dim": take(
+                "mla.qk_rope_head_dim", "qk_rope_head_dim", _int(config, "qk_rope_head_dim")
+            ),
+            "qk_nope_head_dim": take(
+                "mla.qk_nope_head_dim", "qk_nope_head_dim", _int(config, "qk_nope_head_dim")
+            ),
+            "v_head_dim": take("mla.v_head_dim", "v_head_dim", _int(config, "v_head_dim")),
+            "q_lora_rank": take(
+                "mla.q_lora_rank",
+                "q_lora_rank",
+                0 if q_lora is None else _int(config, "q_lora_rank"),
+            ),
+        }
+    n_experts = take("moe.n_experts", e_key, _int(config, e_key))
+    if n_experts < 2:
+        raise SpecError(f"config.{e_key}", "a mixture of experts needs at least 2 experts")
+    top_k = take(
+        "moe.experts_per_token", "num_experts_per_tok", _int(config, "num_experts_per_tok")
+    )
+    if top_k > n_experts:
+        raise SpecError(
+            "config.num_experts_per_tok", f"must not exceed {e_key} ({top_k} > {n_experts})"
+        )
+    moe["n_experts"] = n_experts
+    moe["experts_per_token"] = top_k
+    if model_type == "gpt_oss":
+        quant = config.get("quantization_config")
+        if quant is not None and not isinstance(quant, Mapping):
+            raise SpecError("config.quantization_config", "must be an object")
+        if quant and quant.get("quant_method") == "mxfp4":
+            moe["expert_weight_bits"] = take(
+                "moe.expert_weight_bits", "quantization_config.quant_method mxfp4", MXFP4_BITS
+            )
+    fields["moe"] = moe
+    window = config.get("sliding_window")
+    if window is None or (model_type == "qwen3_moe" and not config.get("use_sliding_window")):
+        return
+    window = take("sliding_window.window_tokens", "sliding_window", _int(config, "sliding_window"))
+    if model_type == "qwen3_moe":
+        raise SpecError("config.use_sliding_window", "Qwen's windowed layers are not modelled")
+    layers = n_layers
+    if model_type == "gpt_oss":
+        types = config.get("layer_types")
+        if not isinstance(types, list) or len(types) != n_layers:
+            raise SpecError("config.layer_types", "must list one attention type per layer")
+        layers = sum(1 for t in types if t == "sliding_attention")
+        keys["sliding_window.layers"] = "layer_types (sliding_attention)"
+    else:
+        keys["sliding_window.layers"] = "num_hidden_layers (every layer windowed)"
+    if layers:
+        fields["sliding_window"] = {"window_tokens": window, "layers": layers}
 
 
 def model_spec_from_hf_config(

@@ -12,6 +12,7 @@ table); it is carried along for display and never takes part in equality or hash
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -410,9 +411,174 @@ class RuntimeProfile:
 # --- models ----------------------------------------------------------------------------------
 
 
+def _sub_spec(cls: type[Any], value: Any, path: str) -> Any:
+    """``value`` as a ``cls`` sub-spec: the dataclass itself, or a mapping of its fields
+    (catalog records and stored JSON), SpecError naming ``path`` otherwise."""
+    if value is None or isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise SpecError(path, "must be an object")
+    known = {f for f in cls.__dataclass_fields__} - {"where"}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise SpecError(f"{path}.{unknown[0]}", "unknown field")
+    try:
+        return cls(**dict(value), where=path) if "where" in known else cls(**dict(value))
+    except TypeError as exc:
+        raise SpecError(path, str(exc)) from exc
+
+
+@dataclass(frozen=True)
+class MoeSpec:
+    """Mixture-of-experts feed-forward shapes (Mixtral, DeepSeek-V3, Qwen3-MoE, gpt-oss).
+
+    Every layer after the first ``first_dense_layers`` (which keep the dense
+    ``ModelSpec.ffn_size`` FFN, DeepSeek-V3's ``first_k_dense_replace``) replaces its FFN by a
+    router (a ``hidden × n_experts`` GEMM), ``n_experts`` routed experts of width
+    ``expert_ffn_size`` of which each token uses ``experts_per_token`` (top-k), and
+    ``n_shared_experts`` shared experts of width ``shared_ffn_size`` every token uses.
+    Experts have the model's FFN kind (gated: gate, up, down).
+
+    ``expert_weight_bits``: the format the routed experts' weights are *published* in when it
+    differs from the rest of the model (gpt-oss: MXFP4, 4-bit elements plus one 8-bit scale
+    per 32 = 4.25 bits per parameter); a stack whose weight precision is wider stores the
+    experts at this width, a narrower one at its own. ``None``: the stack's precision.
+    ``where`` is the path SpecErrors name (not a shape).
+    """
+
+    n_experts: int
+    experts_per_token: int
+    expert_ffn_size: int
+    n_shared_experts: int = 0
+    shared_ffn_size: int = 0
+    first_dense_layers: int = 0
+    expert_weight_bits: float | None = None
+    #: Routing and layout assumptions a system sets (not published shapes): the Zipf
+    #: exponent of expert popularity (0 = uniform routing, :func:`~.graph.expert_inclusion`),
+    #: the devices the experts are spread over (``expert_parallel``, each holding
+    #: ``n_experts / expert_parallel``) and the attention groups whose tokens one device's
+    #: experts receive (``token_groups``, data-parallel attention under expert parallelism).
+    routing_zipf: float = 0.0
+    expert_parallel: int = 1
+    token_groups: int = 1
+    #: Experts of each MoE layer a device keeps (the most popular; 0 = all): the rest live
+    #: elsewhere (host memory under expert offloading) and their work is costed there.
+    resident_experts: int = 0
+    where: str = field(default="moe", compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        w = self.where
+        check_count(f"{w}.n_experts", self.n_experts, minimum=2, maximum=4096)
+        check_count(f"{w}.experts_per_token", self.experts_per_token, maximum=self.n_experts)
+        check_count(f"{w}.expert_ffn_size", self.expert_ffn_size, maximum=10**7)
+        check_count(f"{w}.n_shared_experts", self.n_shared_experts, minimum=0, maximum=64)
+        check_count(f"{w}.shared_ffn_size", self.shared_ffn_size, minimum=0, maximum=10**7)
+        if self.n_shared_experts and not self.shared_ffn_size:
+            object.__setattr__(self, "shared_ffn_size", self.expert_ffn_size)
+        check_count(f"{w}.first_dense_layers", self.first_dense_layers, minimum=0, maximum=10**6)
+        if self.expert_weight_bits is not None:
+            bits = check_positive(f"{w}.expert_weight_bits", self.expert_weight_bits)
+            if bits > 32:
+                raise SpecError(f"{w}.expert_weight_bits", "must be at most 32")
+            object.__setattr__(self, "expert_weight_bits", bits)
+        if isinstance(self.routing_zipf, bool) or not isinstance(self.routing_zipf, int | float):
+            raise SpecError(f"{w}.routing_zipf", "must be a number")
+        if not (math.isfinite(self.routing_zipf) and 0.0 <= self.routing_zipf <= 10.0):
+            raise SpecError(f"{w}.routing_zipf", "must lie in [0, 10]")
+        object.__setattr__(self, "routing_zipf", float(self.routing_zipf))
+        check_count(f"{w}.expert_parallel", self.expert_parallel, maximum=self.n_experts)
+        if self.n_experts % self.expert_parallel:
+            raise SpecError(
+                f"{w}.expert_parallel",
+                f"{self.n_experts} experts do not spread evenly over "
+                f"{self.expert_parallel} devices",
+            )
+        check_count(f"{w}.token_groups", self.token_groups, maximum=4096)
+        check_count(
+            f"{w}.resident_experts", self.resident_experts, minimum=0, maximum=self.n_experts
+        )
+        if self.resident_experts and self.expert_parallel > 1:
+            raise SpecError(f"{w}.resident_experts", "is modelled without expert parallelism")
+
+    @property
+    def held_experts(self) -> int:
+        """Routed experts one device stores (all of them without expert parallelism or
+        offloading)."""
+        if self.resident_experts:
+            return self.resident_experts
+        return self.n_experts // self.expert_parallel
+
+
+def _moe_fields(moe: MoeSpec) -> dict[str, Any]:
+    return {f: getattr(moe, f) for f in MoeSpec.__dataclass_fields__ if f != "where"}
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    return dataclasses.replace(obj, **changes)
+
+
+@dataclass(frozen=True)
+class MlaSpec:
+    """DeepSeek's multi-head latent attention (DeepSeek-V2 §2.1, V3 §2.1.1).
+
+    Queries go through a low-rank ``q_lora_rank`` bottleneck (0: a plain ``hidden → heads ×
+    (nope + rope)`` projection); keys and values share one compressed latent of
+    ``kv_lora_rank`` elements plus a decoupled RoPE key of ``qk_rope_head_dim`` elements per
+    token and layer — the whole KV cache. Prefill up-projects the latent to per-head keys
+    (``qk_nope_head_dim`` + rope) and values (``v_head_dim``); decode absorbs the up-projections
+    into the query and output sides and attends over the latent directly (one KV "head" of
+    ``kv_lora_rank + qk_rope_head_dim``), as FlashMLA / vLLM's MLA backend do.
+    """
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int = 0
+    where: str = field(default="mla", compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        w = self.where
+        for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            check_count(f"{w}.{name}", getattr(self, name), maximum=10**6)
+        check_count(f"{w}.q_lora_rank", self.q_lora_rank, minimum=0, maximum=10**6)
+
+    @property
+    def kv_elems_per_token_layer(self) -> int:
+        """Cached elements per token and layer: the latent plus the rope key."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+@dataclass(frozen=True)
+class SlidingWindowSpec:
+    """Layers that attend to a window of the last ``window_tokens`` positions only (gpt-oss
+    alternates them with full-attention layers, with learned attention sinks); ``layers`` of
+    the model's layers are windowed."""
+
+    window_tokens: int
+    layers: int
+    where: str = field(default="sliding_window", compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check_count(f"{self.where}.window_tokens", self.window_tokens, maximum=10**7)
+        check_count(f"{self.where}.layers", self.layers, maximum=10**6)
+
+
+#: The optional architecture blocks of a :class:`ModelSpec` (stored together as one JSON
+#: document by the database catalog).
+ARCHITECTURE_BLOCKS = ("moe", "mla", "sliding_window")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
-    """Shapes of a decoder-only LLM (MHA when ``n_kv_heads == n_heads``, else GQA/MQA)."""
+    """Shapes of a decoder-only LLM (MHA when ``n_kv_heads == n_heads``, else GQA/MQA).
+
+    Optional architecture blocks: ``moe`` (mixture-of-experts FFN, :class:`MoeSpec`),
+    ``mla`` (multi-head latent attention, :class:`MlaSpec`; ``n_kv_heads`` then equals
+    ``n_heads`` and ``head_dim`` is the per-head query/key width ``nope + rope``) and
+    ``sliding_window`` (:class:`SlidingWindowSpec`). Each may be given as its dataclass or
+    as a mapping of its fields (catalog records).
+    """
 
     slug: str
     name: str
@@ -426,10 +592,20 @@ class ModelSpec:
     vocab_size: int
     tied_embeddings: bool = False
     max_context: int = 4096
+    moe: MoeSpec | None = None
+    mla: MlaSpec | None = None
+    sliding_window: SlidingWindowSpec | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ffn_kind", FfnKind(self.ffn_kind))
+        for name, cls in (
+            ("moe", MoeSpec),
+            ("mla", MlaSpec),
+            ("sliding_window", SlidingWindowSpec),
+        ):
+            path = f"{self.slug}.{name}"
+            object.__setattr__(self, name, _sub_spec(cls, getattr(self, name), path))
         for name in (
             "n_layers",
             "hidden_size",
@@ -443,14 +619,73 @@ class ModelSpec:
             check_count(f"{self.slug}.{name}", getattr(self, name), maximum=10**7)
         if self.n_heads % self.n_kv_heads:
             raise SpecError(f"{self.slug}.n_kv_heads", "must divide n_heads")
+        if self.moe is not None and self.moe.first_dense_layers >= self.n_layers:
+            raise SpecError(
+                f"{self.slug}.moe.first_dense_layers", "must leave at least one MoE layer"
+            )
+        if self.sliding_window is not None and self.sliding_window.layers > self.n_layers:
+            raise SpecError(f"{self.slug}.sliding_window.layers", "must not exceed n_layers")
+        if self.mla is not None:
+            mla = self.mla
+            if self.head_dim != mla.qk_nope_head_dim + mla.qk_rope_head_dim:
+                raise SpecError(
+                    f"{self.slug}.head_dim", "must be mla.qk_nope_head_dim + mla.qk_rope_head_dim"
+                )
 
     @property
     def gqa_group(self) -> int:
         """Query heads per KV head (1 for MHA)."""
         return self.n_heads // self.n_kv_heads
 
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose FFN is a mixture of experts (0 for a dense model)."""
+        return 0 if self.moe is None else self.n_layers - self.moe.first_dense_layers
+
+    @property
+    def dense_ffn_layers(self) -> int:
+        """Layers with the dense ``ffn_size`` FFN."""
+        return self.n_layers - self.moe_layers
+
+    def with_routing_zipf(self, zipf_s: float, path: str = "options.moe_routing_zipf") -> ModelSpec:
+        """This model with its experts' popularity skewed by ``zipf_s`` (0: uniform, the
+        model itself); SpecError naming ``path`` for a dense model or a bad exponent."""
+        if not zipf_s:
+            return self
+        if self.moe is None:
+            raise SpecError(path, f"{self.slug} is not a mixture of experts")
+        try:
+            moe = MoeSpec(**{**_moe_fields(self.moe), "routing_zipf": zipf_s})
+        except SpecError as exc:
+            raise SpecError(path, exc.message) from exc
+        return _replace(self, moe=moe)
+
+    def architecture(self) -> dict[str, dict[str, Any]]:
+        """The ``moe``, ``mla`` and ``sliding_window`` blocks as a JSON document (each
+        block's fields that differ from their defaults; empty for a dense GQA model):
+        ``ModelSpec(**plain fields, **architecture())`` gives this spec back."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in ARCHITECTURE_BLOCKS:
+            block = getattr(self, name)
+            if block is None:
+                continue
+            doc: dict[str, Any] = {}
+            for f in dataclasses.fields(block):
+                value = getattr(block, f.name)
+                if f.name == "where" or (
+                    f.default is not dataclasses.MISSING and value == f.default
+                ):
+                    continue
+                doc[f.name] = value
+            out[name] = doc
+        return out
+
     def kv_bytes_per_token(self, kv_bits: int) -> float:
-        """Exact KV-cache bytes one token occupies: 2 × layers × KV heads × head dim × bytes."""
+        """Exact KV-cache bytes one token occupies: 2 × layers × KV heads × head dim × bytes;
+        under MLA layers × (``kv_lora_rank`` + ``qk_rope_head_dim``) × bytes (the latent and
+        the rope key are the whole cache)."""
+        if self.mla is not None:
+            return self.n_layers * self.mla.kv_elems_per_token_layer * kv_bits / 8
         return 2 * self.n_layers * self.n_kv_heads * self.head_dim * kv_bits / 8
 
 

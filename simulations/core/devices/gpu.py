@@ -17,6 +17,7 @@ import numpy as np
 
 from simulations.core.errors import SpecError
 from simulations.core.graph import (
+    NONLINEAR_OPS,
     DecodeFrame,
     GraphTotals,
     Op,
@@ -28,6 +29,8 @@ from simulations.core.graph import (
     decode_graph,
     mixed_counts,
     mixed_frame,
+    mixed_window_counts,
+    moe_ops,
     prefill_graph,
 )
 from simulations.core.graph import (
@@ -184,6 +187,13 @@ class _MixedLin:
     kv_per_token: float
     t_memo: dict[int, tuple[float, float, float, float, float, float]]
     n_memo: dict[int, tuple[float, float, float, float, float, float]]
+    #: A mixture of experts' routed-expert GEMMs are costed exactly per token count (their
+    #: touched experts saturate: not affine), added to the ``by_tokens`` part.
+    moe_model: ModelSpec | None = None
+    #: The sliding-window layers' attention rows (evaluated at the window's counts) and
+    #: the window (tokens; 0: none).
+    attention_win: tuple[_Row, ...] = ()
+    window: int = 0
 
 
 def _rows_cost(
@@ -459,13 +469,27 @@ class GpuModel(DeviceModel):
         if part_t is None:
             if len(lin.t_memo) >= 65536:
                 lin.t_memo.clear()
-            part_t = lin.t_memo[tokens] = _rows_cost(lin.by_tokens, x, per_op)
+            part_t = _rows_cost(lin.by_tokens, x, per_op)
+            if lin.moe_model is not None:
+                part_t = self._moe_part(lin.moe_model, tokens, per_op, part_t)
+            lin.t_memo[tokens] = part_t
         part_n = lin.n_memo.get(sequences)
         if part_n is None:
             if len(lin.n_memo) >= 65536:
                 lin.n_memo.clear()
             part_n = lin.n_memo[sequences] = _rows_cost(lin.by_seqs, x, per_op)
         part_a = _rows_cost(lin.attention, x, per_op)
+        if lin.window:
+            wp, wkv = mixed_window_counts(batch, kv_tokens, chunks, lin.window)
+            part_w = _rows_cost(lin.attention_win, (1, tokens, sequences, wp, wkv), per_op)
+            part_a = (
+                part_a[0] + part_w[0],
+                part_a[1] + part_w[1],
+                part_a[2] + part_w[2],
+                part_a[3] + part_w[3],
+                part_a[4] + part_w[4],
+                max(part_a[5], part_w[5]),
+            )
         workspace = max(part_t[5], part_n[5], part_a[5])
         needed = lin.weights + (lin.kv_per_token * kv_read if self.counts_kv else 0.0) + workspace
         if needed > self.device.memory_capacity_bytes:
@@ -820,8 +844,13 @@ class GpuModel(DeviceModel):
             frame = mixed_frame(model, t, n, self.precision, fused_attention=self.fused_attention)
             g = frame.graph(p, kv)
             per_op, host_only = self._host(len(g.layer_ops), g.n_layers)
-            ops = [(op, "graph") for op in (*frame.head, *frame.tail)]
-            ops += [(op, "attn") for op in frame.attention(p, kv)]
+            ops = [
+                (op, "graph") for op in (*frame.head, *frame.tail) if op.name not in NONLINEAR_OPS
+            ]
+            ops += [
+                (op, "attn_w" if op.name.endswith("_swa") else "attn")
+                for op in frame.attention(p, kv)
+            ]
             if self.kernels is not None:
                 k = self.kernels
                 per_op = max(per_op, k.floor_s)
@@ -862,10 +891,12 @@ class GpuModel(DeviceModel):
                 const = v0 - sum(dj * bj for dj, bj in zip(d, base[1:], strict=True))
                 coefs.append((const, *d))
             rows.append((coefs[0], coefs[1], coefs[2], coefs[3], coefs[4], table[0][i][5]))
-        by_tokens, by_seqs, attention = [], [], []
+        by_tokens, by_seqs, attention, attention_win = [], [], [], []
         for row, kind in zip(rows, kinds, strict=True):
             if kind == "attn":
                 attention.append(row)
+            elif kind == "attn_w":
+                attention_win.append(row)
             elif any(abs(c[2]) > 0.0 for c in row[:5]):
                 by_seqs.append(row)  # the final norm, the LM head, the sampler
             else:
@@ -881,9 +912,45 @@ class GpuModel(DeviceModel):
             kv_per_token=model.kv_bytes_per_token(self.runtime.kv_bits),
             t_memo={},
             n_memo={},
+            moe_model=model if model.moe is not None else None,
+            attention_win=tuple(attention_win),
+            window=(
+                model.sliding_window.window_tokens
+                if model.sliding_window is not None and attention_win
+                else 0
+            ),
         )
         self._last_lin = (model, lin)
         return lin
+
+    def _moe_part(
+        self,
+        model: ModelSpec,
+        tokens: int,
+        per_op: float,
+        acc: tuple[float, float, float, float, float, float],
+    ) -> tuple[float, float, float, float, float, float]:
+        """``acc`` (a :func:`_rows_cost` part) plus the routed experts' GEMMs of a mixed
+        pass of ``tokens`` tokens, costed from their operators."""
+        seconds, t_comp, t_mem, flops, nbytes, act = acc
+        for op in moe_ops(model, tokens, self.precision):
+            if self.kernels is None:
+                c, m = op.flops / self.ops_rate, op.bytes / self.bw
+            else:
+                c, m = self.kernels.cm(op, False, tokens, 0)
+            if self.dequant_ops:
+                c += self._dequant_s(op)
+            r = op.repeat
+            if c >= m:
+                t_comp += c * r
+                seconds += (c if c > per_op else per_op) * r
+            else:
+                t_mem += m * r
+                seconds += (m if m > per_op else per_op) * r
+            flops += op.flops * r
+            nbytes += op.bytes * r
+            act = max(act, op.act_read_bytes + op.act_write_bytes)
+        return seconds, t_comp, t_mem, flops, nbytes, act
 
     def _check_fits(self, model: ModelSpec, g: PhaseGraph, resident_tokens: int) -> None:
         workspace = max((op.act_read_bytes + op.act_write_bytes) for op in g.ops)

@@ -258,7 +258,8 @@ def op_class(op: Op, decode: bool) -> KernelClass:
     if kind is OpKind.EMBEDDING:
         return KernelClass.COPY
     if kind is OpKind.ELEMENTWISE:
-        return KernelClass.ACT if op.name == "ffn_act" else KernelClass.COPY
+        # FFN activations (dense, shared and routed experts'); the rest are copies
+        return KernelClass.ACT if op.name.endswith("_act") else KernelClass.COPY
     raise SpecError(
         "runtime.params.fused_attention",
         f"the kernel-class GPU model needs fused attention (no {op.name} kernel)",
@@ -278,8 +279,10 @@ def op_features(
     if cls is KernelClass.GEMM:
         x_gemm = flops / op.rows
     elif cls is KernelClass.ATTN_PREFILL:
-        if attended > 0:
-            x_attn = (flops / attended) * tokens / 2.0
+        # a sliding-window layer's operator carries its own pair count in ``rows``
+        pairs = op.rows or attended
+        if pairs > 0:
+            x_attn = (flops / pairs) * tokens / 2.0
     elif cls is KernelClass.ATTN_DECODE:
         fixed = 1.0
     return cls, flops, x_gemm, x_attn, op.bytes, fixed

@@ -13,6 +13,19 @@ the stages (GPipe). With ``m`` equal micro-batches of stage time ``t`` a pass ta
 ``(m + pp − 1) × t``: the bubble fraction is ``(pp − 1) / (m + pp − 1)``. Between stages a
 micro-batch's activations cross the link once.
 
+*Expert parallelism* (a mixture of experts' ``ep`` degree, :class:`~simulations.core.spec.
+MoeSpec`): each of ``ep`` devices holds ``n_experts / ep`` whole experts instead of a
+``1/tp`` slice of every expert. Two layouts: ``ep == tp`` — attention tensor-parallel over
+the group, experts spread over the same devices; every device holds all the tokens after
+the attention all-reduce, computes its experts' share and the all-reduce that ends the
+layer combines them (vLLM's ``--enable-expert-parallel`` on a TP group: the collectives of
+plain TP) — and ``tp == 1 < ep`` — attention data-parallel (each device serves
+``⌈batch / ep⌉`` of the sequences), experts spread; each MoE layer dispatches every token
+to the devices of its routed experts and combines the results back, two all-to-alls
+(:func:`all_to_all_bytes`, DeepEP/pplx-style: one copy per destination device). Under
+skewed routing the busiest device (:func:`~simulations.core.graph.expert_load`) sets the
+step, its experts receiving the copies of the whole group's tokens.
+
 *Collectives* run over a :class:`~simulations.core.spec.LinkSpec` (bandwidth per direction,
 latency per step). The algorithm is a setting of the serving stack (the runtime profile's
 ``allreduce_algorithm`` parameter, :data:`ALLREDUCE_ALGORITHMS`):
@@ -40,6 +53,7 @@ device at the link's full bandwidth per direction.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -95,24 +109,103 @@ def allreduce_s(link: LinkSpec, n: int, nbytes: float, algorithm: int = ALLREDUC
     )
 
 
+def all_to_all_destinations(n_experts: int, top_k: int, ep: int) -> float:
+    """Expected other devices one token is dispatched to under uniform top-k routing over
+    ``ep`` devices of ``n_experts / ep`` experts each: ``(ep − 1) × (1 − C(E − E/ep, k) /
+    C(E, k))`` (a device receives the token once if any of its experts is among the k)."""
+    if ep <= 1:
+        return 0.0
+    per = n_experts // ep
+    miss = math.comb(n_experts - per, top_k) / math.comb(n_experts, top_k)
+    return (ep - 1) * (1.0 - miss)
+
+
+def all_to_all_bytes(model: ModelSpec, tokens: int, ep: int) -> float:
+    """Bytes one device sends in one dispatch (and receives back in the combine) for its
+    ``tokens`` tokens: ``tokens × destinations × hidden × 2`` (16-bit activations)."""
+    moe = model.moe
+    if moe is None or ep <= 1 or tokens <= 0:
+        return 0.0
+    dest = all_to_all_destinations(moe.n_experts, moe.experts_per_token, ep)
+    return tokens * dest * model.hidden_size * ALLREDUCE_BYTES_PER_ELEMENT
+
+
+def all_to_all_s(link: LinkSpec, ep: int, nbytes: float) -> float:
+    """Seconds of an all-to-all in which every device sends ``nbytes`` spread over the
+    ``ep − 1`` others at once through the switch: ``latency + bytes / bandwidth``."""
+    if ep <= 1 or nbytes <= 0:
+        return 0.0
+    return link.latency_us * 1e-6 + nbytes / (link.bw_gbps * 1e9)
+
+
 def allreduce_bytes(model: ModelSpec, tokens: int) -> float:
     """Bytes of the tensor one all-reduce of a layer reduces for ``tokens`` tokens: the
     layer's output activations, ``tokens × hidden_size × 2``."""
     return float(tokens * model.hidden_size * ALLREDUCE_BYTES_PER_ELEMENT)
 
 
+def check_expert_parallel(model: ModelSpec, tp: int, ep: int) -> None:
+    """SpecError naming ``options.expert_parallel`` for a layout this module does not model
+    (see the module notes): ``ep`` is 1, ``tp``, or more with ``tp`` 1, and divides the
+    experts."""
+    if ep == 1:
+        return
+    if model.moe is None:
+        raise SpecError("options.expert_parallel", f"{model.slug} is not a mixture of experts")
+    if ep != tp and tp != 1:
+        raise SpecError(
+            "options.expert_parallel",
+            f"must equal tensor_parallel ({tp}) or run with tensor_parallel 1 "
+            "(data-parallel attention)",
+        )
+    if model.moe.n_experts % ep:
+        raise SpecError(
+            "options.expert_parallel",
+            f"{ep} does not divide {model.slug}'s {model.moe.n_experts} experts",
+        )
+
+
 @lru_cache(maxsize=64)
-def shard_model(model: ModelSpec, tp: int) -> ModelSpec:
+def shard_model(model: ModelSpec, tp: int, ep: int = 1) -> ModelSpec:
     """The shapes one of ``tp`` tensor-parallel devices computes (``model`` itself for 1).
 
     Heads, KV heads and the FFN width must divide evenly (SpecError naming the model's
     field otherwise); the vocabulary is padded up to a multiple of ``tp`` as vLLM pads it.
+    A mixture of experts splits its experts' widths ``tp`` ways, or with ``ep`` > 1 keeps
+    them whole and holds ``n_experts / ep`` of them (shared experts stay tensor-parallel).
+    MLA's latent KV cache is not split: every tensor-parallel device keeps the whole latent
+    (as vLLM's MLA backend does).
     """
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise SpecError("devices.count", "the tensor-parallel degree must be an integer >= 1")
-    if tp == 1:
+    check_expert_parallel(model, tp, ep)
+    if tp == 1 and ep == 1:
         return model
-    for name in ("n_heads", "n_kv_heads", "ffn_size"):
+    moe = model.moe
+    if moe is not None:
+        widths = ["shared_ffn_size"] + (["expert_ffn_size"] if ep == 1 else [])
+        for name in widths:
+            if getattr(moe, name) % tp:
+                raise SpecError(
+                    f"{model.slug}.moe.{name}",
+                    f"{getattr(moe, name)} is not divisible by the tensor-parallel degree {tp}",
+                )
+        moe = replace(
+            moe,
+            expert_ffn_size=moe.expert_ffn_size // tp if ep == 1 else moe.expert_ffn_size,
+            shared_ffn_size=moe.shared_ffn_size // tp,
+            expert_parallel=ep,
+            token_groups=ep // tp if ep > 1 else 1,
+        )
+    names = (
+        ("n_heads", "n_kv_heads", "ffn_size")
+        if moe is None or model.dense_ffn_layers
+        else (
+            "n_heads",
+            "n_kv_heads",
+        )
+    )
+    for name in names:
         if getattr(model, name) % tp:
             raise SpecError(
                 f"{model.slug}.{name}",
@@ -120,12 +213,13 @@ def shard_model(model: ModelSpec, tp: int) -> ModelSpec:
             )
     return replace(
         model,
-        slug=f"{model.slug}/tp{tp}",
-        name=f"{model.name} (1/{tp} shard)",
+        slug=f"{model.slug}/tp{tp}" + (f"ep{ep}" if ep > 1 else ""),
+        name=f"{model.name} (1/{tp} shard" + (f", 1/{ep} of the experts)" if ep > 1 else ")"),
         n_heads=model.n_heads // tp,
         n_kv_heads=model.n_kv_heads // tp,
-        ffn_size=model.ffn_size // tp,
+        ffn_size=model.ffn_size // tp if model.ffn_size % tp == 0 else model.ffn_size,
         vocab_size=-(-model.vocab_size // tp),
+        moe=moe,
     )
 
 
@@ -177,6 +271,7 @@ class ParallelGroup(DeviceModel):
         link: LinkSpec | None = None,
         algorithm: int | None = None,
         free_without_link: bool = False,
+        ep: int = 1,
     ) -> None:
         # The group's devices are the inner model's: its family checked their parameters.
         self.device = inner.device
@@ -184,11 +279,21 @@ class ParallelGroup(DeviceModel):
         self.device_params = inner.device_params
         if tp < 1 or pp < 1 or micro_batches < 1:
             raise SpecError("options", "parallel degrees and micro-batches must be at least 1")
-        if link is None and (tp > 1 or pp > 1) and not free_without_link:
+        if ep < 1 or (ep > 1 and pp > 1):
+            raise SpecError(
+                "options.expert_parallel", "expert parallelism is modelled without pipeline stages"
+            )
+        if link is None and (tp > 1 or pp > 1 or ep > 1) and not free_without_link:
             raise SpecError("options.link", "a parallel group needs a link to communicate over")
         self.inner = inner
         self.tp = tp
         self.pp = pp
+        self.ep = ep
+        #: Devices of one pipeline stage: the tensor-parallel group, or the expert-parallel
+        #: one when it is wider (data-parallel attention groups of ``tp`` devices).
+        self.width = max(tp, ep)
+        #: Attention groups of a stage (each serving its share of the sequences).
+        self.attn_groups = self.width // tp
         self.micro_batches = micro_batches
         self.link = link
         if algorithm is None:
@@ -208,7 +313,7 @@ class ParallelGroup(DeviceModel):
     @property
     def group_size(self) -> int:
         """Devices in the group."""
-        return self.tp * self.pp
+        return self.width * self.pp
 
     def parallel_info(self) -> dict[str, Any] | None:
         """The layout a result shows: degrees, micro-batches, the link, the all-reduce
@@ -222,10 +327,11 @@ class ParallelGroup(DeviceModel):
             "link": None if self.link is None else (self.link.slug or str(self.link.kind)),
             "allreduce_algorithm": ALLREDUCE_ALGORITHMS[self.algorithm],
             "bubble_fraction": self.bubble_fraction(),
+            **({"expert_parallel": self.ep} if self.ep > 1 else {}),
         }
 
     def _shard(self, model: ModelSpec) -> ModelSpec:
-        return shard_model(model, self.tp)
+        return shard_model(model, self.tp, self.ep)
 
     def _stage(self, model: ModelSpec) -> ModelSpec:
         return stage_model(model, self.tp, self.pp)
@@ -243,7 +349,14 @@ class ParallelGroup(DeviceModel):
             return hit
         nbytes = allreduce_bytes(model, tokens)
         layers = model.n_layers // self.pp
-        t = layers * ALLREDUCES_PER_LAYER * allreduce_s(self.link, self.tp, nbytes, self.algorithm)
+        if self.attn_groups == 1:
+            ar = allreduce_s(self.link, self.tp, nbytes, self.algorithm)
+            t = layers * ALLREDUCES_PER_LAYER * ar
+        else:
+            # data-parallel attention (tp 1): each MoE layer dispatches and combines its
+            # tokens over the expert-parallel group; dense layers communicate nothing
+            a2a = all_to_all_s(self.link, self.ep, all_to_all_bytes(model, tokens, self.ep))
+            t = model.moe_layers * 2 * a2a
         if self.pp > 1:
             t += self.link.transfer_s(nbytes)
         if len(self._comm_cache) >= 65536:
@@ -298,6 +411,14 @@ class ParallelGroup(DeviceModel):
     def prefill(self, model: ModelSpec, seq_lens: Sequence[int]) -> PhaseCost:
         """The prompts through the group: one stage device's share of each micro-batch plus
         its collectives, through the pipeline."""
+        if self.attn_groups > 1:
+            # the prompts split over the attention groups; the one with most tokens sets it
+            g = min(self.attn_groups, len(seq_lens))
+            bounds = [round(i * len(seq_lens) / g) for i in range(g + 1)]
+            parts = [list(seq_lens[bounds[i] : bounds[i + 1]]) for i in range(g)]
+            part = max(parts, key=sum)
+            c = self.inner.prefill(self._shard(model), part)
+            return _scaled(c, self.width, self.stage_comm_s(model, sum(part)), self.inner)
         if self.pp == 1:
             # Kept as the tensor-parallel-only arithmetic (Neo's baselines are recorded so).
             c = self.inner.prefill(self._shard(model), seq_lens)
@@ -306,7 +427,13 @@ class ParallelGroup(DeviceModel):
 
     def decode_step(self, model: ModelSpec, batch: int, kv_tokens: int) -> PhaseCost:
         """One decode iteration through the group (equal micro-batches of ``⌈batch / m⌉``
-        sequences over ``⌈kv_tokens / m⌉`` cached tokens each)."""
+        sequences over ``⌈kv_tokens / m⌉`` cached tokens each; with data-parallel attention
+        each attention group the same share)."""
+        if self.attn_groups > 1:
+            g = self.attn_groups
+            mb = -(-batch // g)
+            c = self.inner.decode_step(self._shard(model), mb, -(-kv_tokens // g))
+            return _scaled(c, self.width, self.stage_comm_s(model, mb), self.inner)
         if self.pp == 1:
             c = self.inner.decode_step(self._shard(model), batch, kv_tokens)
             return _scaled(c, self.tp, self.stage_comm_s(model, batch), self.inner)
@@ -326,6 +453,14 @@ class ParallelGroup(DeviceModel):
         pipeline group steps element by element (the default)."""
         if self.pp != 1:
             return super().decode_steps(model, batch, kv_tokens)
+        if self.attn_groups > 1:
+            # data-parallel attention: each group's share, as decode_step takes it
+            g = self.attn_groups
+            mb = -(-batch // g)
+            kv = -(-np.asarray(kv_tokens, dtype=np.int64) // g)
+            seconds, joules = self.inner.decode_steps(self._shard(model), mb, kv)
+            extra_s = self.stage_comm_s(model, mb)
+            return seconds + extra_s, self.width * (joules + extra_s * self.inner.idle_power_w)
         seconds, joules = self.inner.decode_steps(self._shard(model), batch, kv_tokens)
         extra_s = self.stage_comm_s(model, batch)
         return seconds + extra_s, self.tp * (joules + extra_s * self.inner.idle_power_w)
@@ -344,6 +479,12 @@ class ParallelGroup(DeviceModel):
             raise SpecError(
                 "options.chunked_prefill",
                 "chunked prefill is modelled for tensor parallelism, not pipeline_parallel > 1",
+            )
+        if self.attn_groups > 1:
+            raise SpecError(
+                "options.chunked_prefill",
+                "chunked prefill is not modelled with data-parallel attention "
+                "(expert_parallel > tensor_parallel)",
             )
         c = self.inner.chunked_step(self._shard(model), batch, kv_tokens, chunks)
         tokens = batch + sum(n for n, _ in chunks)
@@ -364,21 +505,24 @@ class ParallelGroup(DeviceModel):
     def collective_decode_s(self, model: ModelSpec, batch: int) -> float:
         """Seconds each device of the group communicates during one decode step of
         ``batch`` sequences (the same at every context length)."""
+        if self.attn_groups > 1:
+            return self.stage_comm_s(model, -(-batch // self.attn_groups))
         m = self._micro(batch)
         return m * self.stage_comm_s(model, -(-batch // m))
 
     def weights_bytes(self, model: ModelSpec) -> float:
         """All shards' weights (``tp`` × one device's share of every layer): the model's
         weights once, whatever the pipeline split."""
-        return self.tp * self.inner.weights_bytes(self._shard(model))
+        return self.width * self.inner.weights_bytes(self._shard(model))
 
     def device_weights_bytes(self, model: ModelSpec) -> float:
         """The weights the most loaded device holds: its shard of a stage's layers plus the
         embedding and the LM head (an upper bound for every stage)."""
-        return self.inner.weights_bytes(self._stage(model))
+        return self.inner.weights_bytes(self._stage(model) if self.ep == 1 else self._shard(model))
 
     def kv_bytes_per_token(self, model: ModelSpec) -> float:
-        """A whole token's KV cache (spread over the shards and stages)."""
+        """A whole token's KV cache (spread over the shards and stages; with data-parallel
+        attention a token lives in one attention group)."""
         return self.tp * self.inner.kv_bytes_per_token(self._shard(model))
 
     @property

@@ -170,7 +170,8 @@ class Unit:
                 step_fn,
                 exact=exact,
                 steps_fn=steps_fn,
-                convex=convex and dm.decode_convex_in_kv,
+                # a sliding window caps the windowed layers' attention: a concave kink
+                convex=convex and dm.decode_convex_in_kv and model.sliding_window is None,
             )
             self._prefill_cache = {}
         self.mem_used = self.weights

@@ -13,6 +13,7 @@ from . import heterollm  # noqa: F401  (registers "heterollm" and its paper)
 from . import h2m2  # noqa: F401  (registers "h2m2" and its paper)
 from . import homogeneous  # noqa: F401  (registers "homogeneous", the baseline of every paper)
 from . import disaggregated  # noqa: F401  (registers "disaggregated", GLITCHES §III generalised)
+from . import moe_offload  # noqa: F401  (registers "moe-offload"; not a paper)
 
 # isort: on
 from .base import (

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from simulations.core.errors import SpecError
 from simulations.core.spec import FfnKind, ModelSpec, RuntimeProfile, check_count, check_positive
 
 IntArray = npt.NDArray[Any]
@@ -43,7 +44,14 @@ class LayerShapes:
 
     @classmethod
     def of(cls, model: ModelSpec, runtime: RuntimeProfile | None = None) -> LayerShapes:
-        """Shapes of ``model`` at ``runtime``'s precisions (INT8 when none is given)."""
+        """Shapes of ``model`` at ``runtime``'s precisions (INT8 when none is given).
+        H2M2's mapping is per dense layer: a mixture of experts or MLA model is refused."""
+        if model.moe is not None or model.mla is not None:
+            raise SpecError(
+                "model",
+                f"{model.slug}: mixture-of-experts and MLA models are not modelled on H2M2's "
+                "per-layer mapping",
+            )
         wb = (runtime.weight_bits / 8) if runtime else 1.0
         ab = (runtime.act_bits / 8) if runtime else 1.0
         kb = (runtime.kv_bits / 8) if runtime else 1.0

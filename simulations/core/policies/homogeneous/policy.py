@@ -11,7 +11,12 @@ from typing import Any, ClassVar
 
 from simulations.core.devices import build_device_model
 from simulations.core.devices.base import DeviceModel
-from simulations.core.devices.parallel import ParallelGroup, stage_model
+from simulations.core.devices.parallel import (
+    ParallelGroup,
+    check_expert_parallel,
+    shard_model,
+    stage_model,
+)
 from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.chunked import ChunkedSim
 from simulations.core.engine.core import ProgressFn, SimOutput, Unit, build_units
@@ -159,6 +164,26 @@ class HomogeneousPolicy(EnginePolicy):
             maximum=64,
         ),
         OptionSpec(
+            "expert_parallel",
+            int,
+            1,
+            "mixture-of-experts models: GPUs a replica's experts are spread over, whole "
+            "experts each — equal to tensor_parallel (attention tensor-parallel on the same "
+            "GPUs) or, with tensor_parallel 1, data-parallel attention and two all-to-alls "
+            "per MoE layer over the link",
+            minimum=1,
+            maximum=64,
+        ),
+        OptionSpec(
+            "moe_routing_zipf",
+            float,
+            0.0,
+            "mixture-of-experts models: Zipf exponent of the experts' popularity (0 = "
+            "uniform routing); skew touches fewer experts and loads one device most",
+            minimum=0.0,
+            maximum=10.0,
+        ),
+        OptionSpec(
             "pipeline_parallel",
             int,
             1,
@@ -238,8 +263,10 @@ class HomogeneousPolicy(EnginePolicy):
 
     @classmethod
     def replica_devices(cls, options: Mapping[str, Any]) -> int:
-        """``tensor_parallel × pipeline_parallel`` devices form one engine unit."""
-        return int(options["tensor_parallel"]) * int(options["pipeline_parallel"])
+        """``max(tensor_parallel, expert_parallel) × pipeline_parallel`` devices form one
+        engine unit."""
+        width = max(int(options["tensor_parallel"]), int(options.get("expert_parallel", 1)))
+        return width * int(options["pipeline_parallel"])
 
     @classmethod
     def check_system(cls, system: SystemSpec, model: ModelSpec) -> None:
@@ -247,7 +274,12 @@ class HomogeneousPolicy(EnginePolicy):
         the weights within its memory (see the class notes)."""
         opts = cls.resolve_options(system.options)
         tp, pp = int(opts["tensor_parallel"]), int(opts["pipeline_parallel"])
-        group = tp * pp
+        ep = int(opts["expert_parallel"])
+        model = model.with_routing_zipf(float(opts["moe_routing_zipf"]))
+        check_expert_parallel(model, tp, ep)
+        if ep > 1 and pp > 1:
+            raise SpecError("options.expert_parallel", "is modelled without pipeline_parallel")
+        group = max(tp, ep) * pp
         if group == 1:
             return
         for name, what, value in (
@@ -279,7 +311,8 @@ class HomogeneousPolicy(EnginePolicy):
                     f"pipeline_parallel = {group}",
                 )
             dm = build_device_model(p.device, p.runtime)
-            need = dm.weights_bytes(stage_model(model, tp, pp))
+            per_device = stage_model(model, tp, pp) if ep == 1 else shard_model(model, tp, ep)
+            need = dm.weights_bytes(per_device)
             cap = dm.memory_capacity_bytes * float(opts["memory_utilization"])
             if need >= cap:
                 raise CapacityError(
@@ -314,7 +347,7 @@ class HomogeneousPolicy(EnginePolicy):
         bounds of units that serve whole requests."""
         entry = sig.roles[0][1]
         settings = {"prefetch_ratio": int(options["prefetch_ratio"])}
-        if cls.replica_devices(options) == 1:
+        if cls.replica_devices(options) == 1 and not options.get("moe_routing_zipf"):
             t = ctx.table(entry, settings)
         else:
             t = ctx.table_of(
@@ -333,7 +366,9 @@ class HomogeneousPolicy(EnginePolicy):
         opts = self.resolve_options(system.options)
         prefetch = int(opts["prefetch_ratio"])
         tp, pp = int(opts["tensor_parallel"]), int(opts["pipeline_parallel"])
-        group = tp * pp
+        ep = int(opts["expert_parallel"])
+        model = model.with_routing_zipf(float(opts["moe_routing_zipf"]))
+        group = max(tp, ep) * pp
         placements = system.devices
         if group > 1:
             self.check_system(system, model)
@@ -346,7 +381,9 @@ class HomogeneousPolicy(EnginePolicy):
         def factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
             dm = self.device_models(device, runtime).with_settings({"prefetch_ratio": prefetch})
             if group > 1:
-                dm = ParallelGroup(dm, tp, pp, micro_batches=int(opts["micro_batches"]), link=link)
+                dm = ParallelGroup(
+                    dm, tp, pp, micro_batches=int(opts["micro_batches"]), link=link, ep=ep
+                )
             # Shared prefix blocks are counted once by the scheduler's KV pool.
             return dm.with_shared_kv() if shared_kv else dm
 
@@ -390,11 +427,12 @@ def _replica_unit(ctx: FitContext, sig: SignatureLike, options: dict[str, Any]) 
     entry = sig.roles[0][1]
     prefetch = {"prefetch_ratio": int(options["prefetch_ratio"])}
     tp, pp = int(options["tensor_parallel"]), int(options["pipeline_parallel"])
-    group = tp * pp
-    if group == 1:
+    ep = int(options.get("expert_parallel", 1))
+    group = max(tp, ep) * pp
+    model = ctx.model.with_routing_zipf(float(options.get("moe_routing_zipf", 0.0)))
+    if group == 1 and model is ctx.model:
         return ctx.unit(entry, prefetch)
     device, runtime = ctx.device(entry)
-    model = ctx.model
     system = SystemSpec(
         name=sig.policy,
         policy=sig.policy,
@@ -402,13 +440,16 @@ def _replica_unit(ctx: FitContext, sig: SignatureLike, options: dict[str, Any]) 
         options=options,
     )
     HomogeneousPolicy.check_system(system, model)
-    link = resolve_link(system, options)
+    link = resolve_link(system, options) if group > 1 else None
 
     shared_kv = bool(options["prefix_caching"])
 
     def factory(d: DeviceSpec, r: RuntimeProfile) -> DeviceModel:
         dm = build_device_model(d, r).with_settings(prefetch)
-        dm = ParallelGroup(dm, tp, pp, micro_batches=int(options["micro_batches"]), link=link)
+        if group > 1:
+            dm = ParallelGroup(
+                dm, tp, pp, micro_batches=int(options["micro_batches"]), link=link, ep=ep
+            )
         return dm.with_shared_kv() if shared_kv else dm
 
     def overhead(p: Any, dm: DeviceModel) -> float:

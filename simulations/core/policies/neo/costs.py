@@ -173,6 +173,9 @@ class StageCosts:
                 coeffs.append((v1 - kt - ka * a1, kt, ka))
             pre_attn.append(_Op(coeffs[0], coeffs[1]))
         self._pre_attn = pre_attn
+        if model.mla is not None:
+            # Neo ships Q, K and V of GQA attention to the host; MLA's latent is not modelled
+            raise SpecError("model", f"{model.slug}: MLA attention is not modelled under Neo")
         self.kv_token_bytes = model.kv_bytes_per_token(gpu.runtime.kv_bits)
         a = gpu.precision.a
         q_dim = model.n_heads * model.head_dim
