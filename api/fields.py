@@ -1,5 +1,5 @@
 """Strict request fields and serializers: the server accepts what the OpenAPI schema says and
-nothing else (issue 16).
+nothing else.
 
 DRF coerces quietly: ``"name": 0`` becomes ``"0"``, ``"shared": 1`` becomes ``True``,
 ``"requests": "5"`` and ``true`` become integers, and unknown body properties are dropped.

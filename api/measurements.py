@@ -1,4 +1,4 @@
-"""REST API for measurement sets and calibrations (issue 18): ``/api/measurements/`` and
+"""REST API for measurement sets and calibrations: ``/api/measurements/`` and
 ``/api/calibrations/``.
 
 Kept in its own module (serializers and views together) so the resource is one file to

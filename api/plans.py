@@ -45,7 +45,7 @@ from simulations.plans.models import Plan, PlanResult
 
 @extend_schema_field(
     document_schema(
-        "A plan document (issue 10): name, model, workload, targets, constraints, space "
+        "A plan document: name, model, workload, targets, constraints, space "
         "(devices and policies to search), search options.",
         ["name", "model", "workload", "targets", "space"],
         {
@@ -216,7 +216,7 @@ class PlanViewSet(
     mixins.CreateModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Capacity plans (issue 10): submit a plan document (validated, then queued; 202),
+    """Capacity plans: submit a plan document (validated, then queued; 202),
     watch the search, cancel it, read the confirmed configurations (JSON or CSV, partial
     while it runs), the Pareto points and, once done, the recommendation and report.
     Plans are private to their submitter."""

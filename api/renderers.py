@@ -10,7 +10,7 @@ from typing import Any
 
 from rest_framework.renderers import BaseRenderer
 
-#: Columns shown first (DESIGN.md §4 order); any other scalar metric follows, sorted.
+#: Columns shown first (docs/architecture.md order); any other scalar metric follows, sorted.
 LEADING_COLUMNS = (
     "system",
     "policy",

@@ -92,7 +92,7 @@ class RunDetailSerializer(RunSerializer):
 
 
 class RunResultSerializer(strict.Serializer):
-    """The result document (DESIGN.md §4) of a succeeded run."""
+    """The result document (docs/architecture.md) of a succeeded run."""
 
     run = strict.IntegerField()
     result = serializers.DictField(help_text="The result document.")

@@ -50,7 +50,7 @@ def document_schema(description: str, required: list[str], extra: dict[str, Any]
 
 @extend_schema_field(
     document_schema(
-        "A scenario document (DESIGN.md §3): name, model, workload, systems, slo, and "
+        "A scenario document (docs/architecture.md): name, model, workload, systems, slo, and "
         "optionally costs (TCO) and capacity (max load within the SLO); "
         "docs/architecture.md describes each.",
         ["name", "model", "workload", "systems"],

@@ -31,7 +31,7 @@ _TEXT = {
 
 
 def align_with_the_server(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """Make the schema say what the server accepts (issue 16, checked by schemathesis):
+    """Make the schema say what the server accepts (checked by schemathesis):
 
     - request bodies refuse unknown properties (:class:`api.fields.RejectUnknownMixin`), so
       their components get ``additionalProperties: false``;

@@ -1,4 +1,4 @@
-"""The scenario builder: form fields ↔ scenario document (DESIGN.md §3) ↔ field errors.
+"""The scenario builder: form fields ↔ scenario document (docs/architecture.md) ↔ field errors.
 
 The builder page is one HTML form whose fields are named after the document:
 

@@ -15,7 +15,7 @@ from simulations.core.policies import papers
 
 
 class ValidationReport(models.Model):
-    """The DESIGN.md §6 document of one paper's reproduction, as last computed."""
+    """The reproduction document (docs/architecture.md) of one paper, as last computed."""
 
     class Status(models.TextChoices):
         """Whether the report is being computed, ready or failed."""

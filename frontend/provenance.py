@@ -1,4 +1,4 @@
-"""How far a result's figures can be trusted, in a planner's words (issue 18, item 4).
+"""How far a result's figures can be trusted, in a planner's words.
 
 The core labels every device entry of a result and every placement of a plan's
 recommendation (:mod:`simulations.core.provenance`): ``calibration`` is ``measured``,

@@ -68,7 +68,7 @@ urlpatterns = [
     path("plans/<int:pk>/status.json", plans.plan_status, name="plan_status"),
     path("plans/<int:pk>/cancel/", plans.plan_cancel, name="plan_cancel"),
     path("plans/<int:pk>/scenario/", plans.plan_scenario, name="plan_scenario"),
-    # measurement sets and calibration (issue 18)
+    # measurement sets and calibration
     path("calibrate/", calibration.calibrate, name="calibrate"),
     path("measurements/import/", calibration.measurement_import, name="measurement_import"),
     path("measurements/<str:slug>/", calibration.measurement_detail, name="measurement_detail"),

@@ -1,7 +1,7 @@
 """A Redis cache that keeps serving from process memory while Redis is unreachable.
 
 The API's throttle counters live in the cache. With Django's plain ``RedisCache`` a Redis
-outage made every request that touches a counter fail with a 500 (issue 16). This backend
+outage made every request that touches a counter fail with a 500. This backend
 answers from a per-process :class:`~django.core.cache.backends.locmem.LocMemCache` instead:
 throttling keeps counting (per web process rather than across them, so a limit is at
 worst multiplied by the number of processes for the outage's duration) and nothing else

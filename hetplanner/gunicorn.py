@@ -1,7 +1,8 @@
 """gunicorn configuration of the web service (``gunicorn -c hetplanner/gunicorn.py
 hetplanner.wsgi:application``); every value can be overridden from the environment.
 
-Sized for the 2-core machines the project runs on (issue 16, Load): one process per core
+Sized for the 2-core machines the project runs on (benchmarks/test_bench_load.py measures
+it): one process per core
 (``GUNICORN_WORKERS``, default the CPU count) with threads (``gthread``), so a slow
 request (a run page's figures) no longer holds one of three synchronous workers while
 short ones queue behind it, and keep-alive connections are served. The work is mostly

@@ -579,5 +579,5 @@ class SimulationRunAdmin(admin.ModelAdmin):
         self.message_user(request, f"Cancelled {cancelled} run(s).", messages.SUCCESS)
 
 
-# Measurement sets and calibrations (issue 18) register their admins in their own module.
+# Measurement sets and calibrations register their admins in their own module.
 import simulations.measurements.admin  # noqa: E402, F401

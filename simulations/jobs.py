@@ -69,7 +69,7 @@ except ImportError:  # pragma: no cover - redis is a pinned dependency
 #: How often a task retries a transient error before Celery gives the delivery up.
 MAX_RETRIES = 5
 
-#: Celery options every job task shares (issue 8): acknowledged after the work, redelivered
+#: Celery options every job task shares: acknowledged after the work, redelivered
 #: when the worker process dies, bounded retries, outcomes kept in the database rather than
 #: a result backend.
 JOB_TASK_OPTIONS: dict[str, Any] = {

@@ -1,6 +1,6 @@
 """Who may do what, as plain functions both the API's permission classes and the pages call.
 
-One rule per decision, so a page can never allow what the API refuses (issue 16, defect 8).
+One rule per decision, so a page can never allow what the API refuses.
 """
 
 from __future__ import annotations

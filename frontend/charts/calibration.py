@@ -1,5 +1,5 @@
 """A calibration's fit: measured against predicted time per operator (or pass) and token
-count (issue 18, item 6)."""
+count."""
 
 from __future__ import annotations
 

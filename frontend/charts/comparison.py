@@ -1,4 +1,4 @@
-"""Charts that compare the systems of one result document (DESIGN.md §4).
+"""Charts that compare the systems of one result document (docs/architecture.md).
 
 * :func:`efficiency_figure` — throughput, tokens/s per $ and tokens/s per W side by side,
   normalised to the baseline (GLITCHES Fig. 7);

@@ -73,7 +73,7 @@ EXAMPLES: tuple[Example, ...] = (
         "1×A100 + 7×U280 vs 8×A100",
         "GLITCHES",
         REPO_EXAMPLES / "glitches-vs-8xa100.json",
-        "The headline comparison (GLITCHES §V, DESIGN.md §3): one A100 prefills in FP16 and "
+        "The headline comparison (GLITCHES §V): one A100 prefills in FP16 and "
         "seven Alveo U280s decode (FlightLLM W4A8, prefetch ratio 4), the KV cache moving over "
         "PCIe layer by layer, against eight A100s serving one request at a time; LLaMA2-7B at "
         "Table I's [1536, 512] point, 200 requests.",

@@ -1,4 +1,4 @@
-"""Calibration pages (issue 18, items 1 and 6): measurement sets (list, import, rows), the
+"""Calibration pages: measurement sets (list, import, rows), the
 calibrate page (choose a set or upload a CSV, and a stack → fit), and a fit's page (measured
 against predicted per operator and token count, the residual table, MAPE / max / hold-out,
 the fitted values, and saving it as a private profile or — staff — publishing it).

@@ -1,4 +1,4 @@
-"""Capacity plans (issue 10's search): submit a plan document, follow the search, read the
+"""Capacity plans: submit a plan document, follow the search, read the
 recommendation and the Pareto front (capex vs throughput, configurations that meet the
 targets highlighted), and open the recommended systems as a scenario."""
 

@@ -493,7 +493,7 @@ def _filename(run: SimulationRun, suffix: str) -> str:
 @login_required
 @require_GET
 def run_result_json(request: HttpRequest, pk: int) -> HttpResponse:
-    """The result document (DESIGN.md §4) as a JSON download."""
+    """The result document (docs/architecture.md) as a JSON download."""
     run = _run_or_404(request, pk)
     if run.status != RunStatus.SUCCEEDED or run.result is None:
         raise Http404("the run has no result")

@@ -73,7 +73,7 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'hetplanner.sqlite3'}"),
 }
 DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
-# Persistent connections (issue 16, Load): opening a PostgreSQL connection per request costs
+# Persistent connections: opening a PostgreSQL connection per request costs
 # a server backend and Django's connection setup on every page. Each web thread keeps its
 # connection for a minute, checked before reuse so a restarted database does not fail the
 # next request.
@@ -107,7 +107,7 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    # plotly.py's own plotly.min.js as frontend/vendor/plotly.min.js (no CDN; issue 9).
+    # plotly.py's own plotly.min.js as frontend/vendor/plotly.min.js (no CDN).
     "frontend.staticfinders.PlotlyJsFinder",
 ]
 STORAGES = {
@@ -119,7 +119,7 @@ MEDIA_ROOT = env.path("DJANGO_MEDIA_ROOT", default=str(VAR_DIR / "media"))
 # --- Mail (password reset) -------------------------------------------------------------
 # Without a mail server the default prints every message on the server's console (the
 # terminal of `make run`, the web container's log), and the reset pages say so; Django's
-# SMTP default made them say "we've emailed you" while nothing could be sent (issue 16).
+# SMTP default made them say "we've emailed you" while nothing could be sent.
 # EMAIL_URL (e.g. smtp+tls://user:password@mail.example.com:587) configures real mail;
 # EMAIL_BACKEND alone picks another backend (e.g. the file backend, into EMAIL_FILE_PATH).
 if env("EMAIL_URL", default=""):
@@ -165,7 +165,7 @@ def filesystem_broker_options(folder: Path) -> dict:
 
 
 # Seconds to wait for Redis (connect, then each reply) before taking it for down: a Redis
-# that drops packets must not hold a request or a send for long (issue 16).
+# that drops packets must not hold a request or a send for long.
 REDIS_CONNECT_TIMEOUT_S = env.float("HETPLANNER_REDIS_CONNECT_TIMEOUT_S", default=1.0)
 REDIS_SOCKET_TIMEOUT_S = env.float("HETPLANNER_REDIS_SOCKET_TIMEOUT_S", default=2.0)
 
@@ -183,7 +183,7 @@ else:
 CELERY_TASK_DEFAULT_QUEUE = env("HETPLANNER_QUEUE", default="hetplanner")
 # The reconcilers' own queue, consumed by a worker of its own (`-Q housekeeping`): on the
 # jobs' queue they waited behind every queued chunk and expired there unexecuted, so the
-# recovery of a lost job grew with the backlog (issue 16).
+# recovery of a lost job grew with the backlog.
 HETPLANNER_HOUSEKEEPING_QUEUE = env("HETPLANNER_HOUSEKEEPING_QUEUE", default="housekeeping")
 HOUSEKEEPING_TASKS = ("simulations.reconcile_*",)
 CELERY_TASK_ROUTES = {name: {"queue": HETPLANNER_HOUSEKEEPING_QUEUE} for name in HOUSEKEEPING_TASKS}
@@ -214,7 +214,7 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 # after how many seconds without a heartbeat a running run counts as abandoned.
 HETPLANNER_MAX_ATTEMPTS = env.int("HETPLANNER_MAX_ATTEMPTS", default=3)
 # Trace uploads larger than this (bytes) are parsed by a worker, not in the web request
-# (issue 16): the bundled Azure traces (0.3 and 0.7 MB) stay synchronous.
+#: the bundled Azure traces (0.3 and 0.7 MB) stay synchronous.
 HETPLANNER_TRACE_ASYNC_BYTES = env.int("HETPLANNER_TRACE_ASYNC_BYTES", default=2 * 1024 * 1024)
 HETPLANNER_HEARTBEAT_STALE_S = env.int("HETPLANNER_HEARTBEAT_STALE_S", default=120)
 # How often a running task writes its progress and heartbeat (well below the stale limit).
@@ -258,7 +258,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
 }
 
-# --- REST API, quotas and sweeps (issue 8; README "REST API" lists these) -----------------
+# --- REST API, quotas and sweeps (README "REST API" lists these) -----------------
 INSTALLED_APPS += ["drf_spectacular_sidecar"]  # Swagger UI served from our own static files
 
 # Per-user request rates (DRF rate strings: N/second|minute|hour|day). ``run_submit`` and
@@ -367,14 +367,14 @@ def cache_settings(redis_url: str) -> dict:
 
 CACHES = cache_settings(REDIS_URL)
 
-# Capacity-search plans (issue 10): the reconciler re-sends lost stage and chunk tasks.
+# Capacity-search plans: the reconciler re-sends lost stage and chunk tasks.
 CELERY_BEAT_SCHEDULE["reconcile-plans"] = {
     "task": "simulations.reconcile_plans",
     "schedule": HETPLANNER_RECONCILE_INTERVAL_S,
     "options": {"expires": HETPLANNER_RECONCILE_INTERVAL_S},
 }
 
-# --- Operations (issue 16): /healthz and manage.py healthcheck ---------------------------
+# --- Operations: /healthz and manage.py healthcheck ---------------------------
 # Workers and beat write a heartbeat row this often; /healthz (and the compose healthchecks)
 # take a process for dead when its last one is older than the stale limit.
 HETPLANNER_PROCESS_HEARTBEAT_S = env.float("HETPLANNER_PROCESS_HEARTBEAT_S", default=15.0)

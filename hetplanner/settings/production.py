@@ -9,7 +9,7 @@ DEBUG = False
 SECRET_KEY = env("DJANGO_SECRET_KEY")
 if not SECRET_KEY.strip():
     # Unset raises above; an empty value (compose's ``${VAR:-}``) must not start a server
-    # whose sessions and signed tokens then break (issue 16).
+    # whose sessions and signed tokens then break.
     raise ImproperlyConfigured("Set the DJANGO_SECRET_KEY environment variable (it is empty)")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS")
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])

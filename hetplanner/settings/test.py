@@ -60,7 +60,7 @@ HETPLANNER_RECONCILE_INTERVAL_S = env.float("HETPLANNER_RECONCILE_INTERVAL_S", d
 CELERY_BEAT_SCHEDULE["reconcile-runs"]["schedule"] = HETPLANNER_RECONCILE_INTERVAL_S  # noqa: F405
 CELERY_BEAT_SCHEDULE["reconcile-runs"]["options"]["expires"] = HETPLANNER_RECONCILE_INTERVAL_S  # noqa: F405
 
-# --- issue 8: API and reliability tests ---------------------------------------------------
+# ---
 # Throttle counters live in this process (tests reset them); never flush the shared Redis.
 CACHES = {
     "default": {

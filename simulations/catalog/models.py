@@ -358,7 +358,7 @@ class RuntimeProfile(CatalogItem):
         help_text="What the profile was fitted on: devices and models (slugs), measurement "
         "sets, method, fit error (fractions) and notes; empty devices = derived, not measured.",
     )
-    # Profiles saved from a user's calibration are theirs until published (issue 18): the
+    # Profiles saved from a user's calibration are theirs until published: the
     # catalog's own rows have no owner and are public.
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -12,7 +12,7 @@ Supported families (by ``model_type``):
   ``gptj`` (same keys, untied), ``gpt_neox`` (LLaMA-style key names, untied by default)
   and ``opt`` (``ffn_dim``; tied by default).
 
-* Mixtures of experts (issue 21): ``mixtral`` (LLaMA keys plus ``num_local_experts``,
+* Mixtures of experts: ``mixtral`` (LLaMA keys plus ``num_local_experts``,
   ``num_experts_per_tok``; the experts' width is ``intermediate_size``; a ``sliding_window``
   windows every layer), ``qwen3_moe`` (``num_experts``, ``num_experts_per_tok``,
   ``moe_intermediate_size``; every layer sparse: ``decoder_sparse_step`` 1 and no

@@ -1,5 +1,5 @@
 """Measurement sets and calibrations: the Django side of runtime-profile calibration
-(issue 18).
+.
 
 * :mod:`simulations.measurements.models` — MeasurementSet (catalog data with an owner and a
   visibility) and Calibration (one fit of a stack to a set, its report, and the profile it

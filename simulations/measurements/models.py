@@ -1,4 +1,4 @@
-"""Measurement-set and calibration rows (issue 18, items 1 and 6).
+"""Measurement-set and calibration rows.
 
 Imported by :mod:`simulations.models`, so these models belong to the ``simulations`` app.
 Writes go through :mod:`simulations.measurements.services`; reads through

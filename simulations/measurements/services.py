@@ -1,4 +1,4 @@
-"""Writes for measurement sets and calibrations (issue 18): import, fit, save, publish.
+"""Writes for measurement sets and calibrations: import, fit, save, publish.
 
 Every function validates everything before it stores anything, and stores in one
 transaction: a file with one bad cell stores nothing. Errors are Django ValidationErrors

@@ -1,4 +1,4 @@
-"""The capacity-search job (issue 10): a plan document searched on the Celery workers.
+"""The capacity-search job: a plan document searched on the Celery workers.
 
 * :mod:`simulations.plans.models` — Plan, PlanChunk and PlanResult rows (imported by
   :mod:`simulations.models`, so they belong to the ``simulations`` app);

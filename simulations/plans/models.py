@@ -1,4 +1,4 @@
-"""Plan rows: the capacity search job (issue 10), its confirmation chunks and one result row
+"""Plan rows: the capacity search job, its confirmation chunks and one result row
 per confirmed configuration.
 
 Imported by :mod:`simulations.models`, so these models belong to the ``simulations`` app.

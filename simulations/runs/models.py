@@ -66,7 +66,9 @@ class SimulationRun(models.Model):
     )
     error = models.TextField(blank=True, help_text="Why it failed (empty otherwise).")
     result = models.JSONField(
-        null=True, blank=True, help_text="The result document (DESIGN.md §4) once succeeded."
+        null=True,
+        blank=True,
+        help_text="The result document (docs/architecture.md) once succeeded.",
     )
     worker = models.CharField(
         max_length=200, blank=True, help_text="Host and process id of the claiming worker."

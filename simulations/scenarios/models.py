@@ -194,7 +194,7 @@ class Workload(models.Model):
     """A reusable workload: request count, token-length distributions, arrivals and seed.
 
     ``input_tokens`` / ``output_tokens`` use the scenario document's shape (an integer or a
-    distribution object, DESIGN.md §3); :meth:`to_document` gives the scenario's
+    distribution object, docs/architecture.md); :meth:`to_document` gives the scenario's
     ``workload`` object. Owned by a user, optionally shared read-only.
     """
 
@@ -301,7 +301,7 @@ class Workload(models.Model):
 
 
 class Scenario(models.Model):
-    """A validated scenario document (DESIGN.md §3) owned by a user.
+    """A validated scenario document (docs/architecture.md) owned by a user.
 
     ``document`` passed :func:`simulations.core.scenario.parse_scenario` against the catalog
     when it was stored; runs re-validate it (the catalog may have changed since). ``shared``
@@ -315,7 +315,7 @@ class Scenario(models.Model):
         help_text="Who owns it.",
     )
     name = models.CharField(max_length=200, help_text="The document's name.")
-    document = models.JSONField(help_text="The scenario document (DESIGN.md §3).")
+    document = models.JSONField(help_text="The scenario document (docs/architecture.md).")
     shared = models.BooleanField(default=False, help_text="Other users may read (not edit) it.")
     created_at = models.DateTimeField(auto_now_add=True, help_text="When it was created.")
     updated_at = models.DateTimeField(auto_now=True, help_text="When it last changed.")

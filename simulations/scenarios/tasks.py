@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 @shared_task(name="simulations.parse_trace", **JOB_TASK_OPTIONS, **TIME_LIMITS)
 def parse_trace(self: Any, trace_id: int, resume_attempt: int | None = None) -> str:
     """Claim the parse of an uploaded trace (one conditional update) and store its columns
-    or the error naming the line, once (issue 16: large uploads leave the web request)."""
+    or the error naming the line, once (large uploads leave the web request)."""
     close_old_connections()
     attempt = resume_attempt
     try:

@@ -1,6 +1,6 @@
 """Sweep axes and the mapping from a configuration index to its scenario document.
 
-A sweep is a scenario *template* (a scenario document, DESIGN.md §3) and a list of *axes*;
+A sweep is a scenario *template* (a scenario document, docs/architecture.md) and a list of *axes*;
 each axis sets one place in the template, named by a path such as
 ``systems[0].devices[0].count``, ``systems[0].devices[0].device``, ``systems[0].policy``,
 ``systems[0].options.max_batch`` or ``workload.arrival.rate_per_s``, to each of its values

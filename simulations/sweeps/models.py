@@ -52,7 +52,9 @@ class Sweep(models.Model):
         help_text="Who submitted it.",
     )
     name = models.CharField(max_length=200, help_text="Display name.")
-    template = models.JSONField(help_text="The scenario document the axes vary (DESIGN.md §3).")
+    template = models.JSONField(
+        help_text="The scenario document the axes vary (docs/architecture.md)."
+    )
     axes = models.JSONField(
         help_text='Swept parameters: [{"name", "path", "values"}], last axis varying fastest.'
     )
@@ -181,7 +183,7 @@ class SweepResult(models.Model):
     result = models.JSONField(
         null=True,
         blank=True,
-        help_text="Per-system metrics of the result document (DESIGN.md §4) when succeeded.",
+        help_text="Per-system metrics of the result document when succeeded.",
     )
     error = models.TextField(blank=True, help_text="Why it failed (empty otherwise).")
     attempt = models.PositiveSmallIntegerField(

@@ -72,7 +72,7 @@ from simulations.sweeps.models import (
 
 logger = logging.getLogger(__name__)
 
-#: Metric keys of a system's result entry kept per configuration (DESIGN.md §4).
+#: Metric keys of a system's result entry kept per configuration (docs/architecture.md).
 _SUMMARY_DICTS = ("ttft_ms", "tpot_ms", "e2e_s")
 
 

@@ -1,4 +1,4 @@
-"""``manage.py plan SPEC.json [--format json|table]``: capacity search (issue 10).
+"""``manage.py plan SPEC.json [--format json|table]``: capacity search.
 
 Reads a plan document (:mod:`simulations.core.planner.document`), validates it against the
 database catalog (:func:`simulations.adapters.catalog_from_db`), searches the space in this

@@ -1,9 +1,9 @@
 """``manage.py reproduce PAPER [--format json|table]``: each reproduced figure beside the
-paper's (DESIGN.md §2 and §6).
+paper's (docs/architecture.md, the reproduction document).
 
 Runs on the simulation core alone (``simulations.core.reproduce.reproduce``): it needs no
-database and works before ``migrate``. With ``--format json`` a single paper prints the
-DESIGN.md §6 document ``{"paper": ..., "checks": [...]}``; ``all`` prints a JSON *list* of
+database and works before ``migrate``. With ``--format json`` a single paper prints
+the reproduction document ``{"paper": ..., "checks": [...]}``; ``all`` prints a JSON *list* of
 those documents, one per paper in the order glitches, neo, heterollm, h2m2. Non-finite
 numbers are printed as ``null``. Every check carries ``basis`` (``prediction``,
 ``calibration`` or ``input``), ``basis_why`` and ``discriminating`` (see

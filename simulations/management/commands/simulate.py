@@ -1,11 +1,11 @@
-"""``manage.py simulate SCENARIO.json [--format json|table]`` (DESIGN.md §2–4).
+"""``manage.py simulate SCENARIO.json [--format json|table]`` (docs/architecture.md).
 
 Reads a scenario document, validates it against the database catalog
 (:func:`simulations.core.scenario.parse_scenario` with
 :func:`simulations.adapters.catalog_from_db`), runs every system on the simulation core and
-prints the result document: as JSON on stdout (``--format json``, the default DESIGN.md §4
-shape; non-finite numbers become ``null``), or as a table no wider than 80 columns with
-each metric of each system beside the first system's (the baseline) as a ratio
+prints the result document: as JSON on stdout (``--format json``, the default; the shape
+docs/architecture.md gives; non-finite numbers become ``null``), or as a table no wider
+than 80 columns with each metric of each system beside the first system's (the baseline) as a ratio
 (``--format table``). Trace names in the document resolve to uploaded traces, else to
 Azure-format CSV files relative to the scenario file's folder.
 
@@ -190,7 +190,7 @@ class Command(BaseCommand):
     help = "Simulate SCENARIO.json and print each system's metrics (JSON or an 80-column table)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("scenario", help="path to a scenario document (DESIGN.md §3)")
+        parser.add_argument("scenario", help="path to a scenario document (docs/architecture.md)")
         parser.add_argument("--format", choices=("json", "table"), default="json")
         add_progress_flags(parser)
 

@@ -43,7 +43,7 @@ across different backends" for each row-cut kernel, so every kernel split over b
 processors pays a scatter before it and a gather after it (Fig. 11: the next GPU kernel is
 submitted once the NPU part has finished), sibling Matmuls (``q/k/v_proj``,
 ``gate/up_proj``) included: seven split Matmuls a layer hand over 14 times. How many
-kernels are split is the solver's decision (issue 23, hypothesis 1; the earlier count
+kernels are split is the solver's decision (HeteroLLM §4.1.1; the earlier count
 merged siblings into one fork and one join, 8 a layer at most).
 
 The solver's ``T_sync + T_copy`` for a kernel is the cost of the two boundaries of a kernel

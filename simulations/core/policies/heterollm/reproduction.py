@@ -537,7 +537,7 @@ def _fig17(conv: float) -> list[Check]:
     notes = load_targets(PAPER)
     models = ("llama8b", "llama7b", "llama3b", "internlm")
     # Row-cut Matmuls a layer and conventional hand-overs a layer of each model's plan
-    # (issue 23, hypothesis 1: the solver decides how many kernels are cut).
+    # (HeteroLLM §4.1.1: the solver decides how many kernels are cut).
     per_layer: dict[str, tuple[int, float]] = {}
     for m in models:
         slow = _decider(m, "hetero-tensor", fast=False).decode(1, DECODE_PROMPT)

@@ -29,7 +29,7 @@ HOST_ROLE = RoleSpec(
 
 @register
 class MoeOffloadPolicy(EnginePolicy):
-    """Expert offloading (issue 21, item 4): each GPU keeps attention, the KV cache, the
+    """Expert offloading: each GPU keeps attention, the KV cache, the
     dense layers, the shared experts and its ``gpu_experts`` hottest routed experts per MoE
     layer; the other experts sit in the host CPU's memory and run, per layer and pass, on
     the host CPU or streamed to the GPU over its PCIe link — whichever the rule of

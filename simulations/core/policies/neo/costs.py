@@ -132,7 +132,7 @@ class StageCosts:
         self._lin = lin
         self._lin_memo: dict[int, float] = {}
         # pre_post_s by (tokens, sequences, step): a pure function of them, asked for once
-        # per iteration with few distinct arguments (issue 23's profile: ~7 % of reproduce).
+        # per iteration with few distinct arguments (a profile of ``reproduce neo``: ~7 % of it).
         self._prepost_memo: dict[tuple[int, int, bool], float] = {}
         # The linear stage's ridge: the width at which its GEMMs stop being bound by
         # streaming their weights (below it, more tokens cost almost nothing).

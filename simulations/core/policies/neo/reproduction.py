@@ -326,7 +326,7 @@ def _first_finishes(
     ``k``-th completion. The same numbers as the whole run's: :class:`NeoSim` records every
     completion at the current event's time, and event times never decrease, so nothing
     after the ``k``-th completion can finish earlier (completions tied with it share its
-    time). The drain after the window is about a third of an offline run (issue 23)."""
+    time). The drain after the window is about a third of an offline run."""
     system, cls = _system(setting, variant, cpu)
     model = builtin_catalog().model(SETTINGS[setting].model)
     assert issubclass(cls, NeoBasePolicy)
@@ -818,8 +818,8 @@ def _run_task(task: _Task) -> tuple[_Task, float | None, list[tuple[float, float
 @prefetcher(PAPER)
 def prefetch(jobs: int, tasks: list[_Task] | None = None) -> None:
     """Run the checks' independent simulations (``tasks``, default :func:`_tasks`) in
-    ``jobs`` forked processes and keep the results for the checks to read (issue 23:
-    ``reproduce all`` under 20 s). Every run is deterministic and computed exactly as the
+    ``jobs`` forked processes and keep the results for the checks to read (so ``reproduce all``
+    takes less wall time). Every run is deterministic and computed exactly as the
     checks would compute it, so the output does not depend on ``jobs``; with one process
     nothing is run ahead."""
     if jobs <= 1:
