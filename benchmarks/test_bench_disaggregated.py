@@ -1,4 +1,4 @@
-"""Speed of the disaggregated scheduler (issue 20): 10,000 Poisson requests with the Azure
+"""Speed of the disaggregated scheduler: 10,000 Poisson requests with the Azure
 conversation trace's prompt/output lengths, LLaMA2-7B, through a 4-pool, 16-device system —
 4×H100-SXM and 4×A100 prefill, 4×A100 and 4×L40S decode (vLLM FP16), KV over PCIe 5 x16.
 

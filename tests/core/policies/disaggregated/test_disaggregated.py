@@ -1,5 +1,5 @@
 """The disaggregated policy: links, the ideal split, exactly-once phases, backpressure,
-determinism, validation (issue 20)."""
+determinism, validation."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Pools that span nodes: KV transfers and tensor-parallel collectives that cross nodes use
-the NIC link (issue 20, GLITCHES §III's multi-node deployment)."""
+the NIC link (GLITCHES §III's multi-node deployment)."""
 
 from __future__ import annotations
 
