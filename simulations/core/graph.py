@@ -862,19 +862,15 @@ def _ffn_ops(
     return ops
 
 
-def _moe_ops(s: _Shapes, tokens: int, prec: Precision) -> list[Op]:
-    """A mixture-of-experts FFN over ``tokens`` tokens (``moe_layers`` layers): the router,
-    the shared experts (a dense FFN of their joint width), and the routed experts as grouped
-    GEMMs — FLOPs of the ``T·k`` routed token copies, weights of the *expected distinct*
-    experts touched (:func:`expert_load`), ``rows`` the tokens per touched expert (what a
-    kernel's small-M efficiency depends on) — then the weighted combine of the copies."""
+def _routed_expert_ops(
+    s: _Shapes, load: ExpertLoad, tokens: int, prec: Precision, r: int
+) -> list[Op]:
+    """The routed experts' operators for ``load`` (its copies and distinct experts) of a
+    pass of ``tokens`` tokens, ``r`` instances: grouped GEMMs, activation, weighted combine."""
     moe = s.moe
     assert moe is not None
-    t, a, h, r = tokens, prec.a, s.h, s.moe_layers
-    ops = [_gemm(s, "router", h, moe.n_experts, t, prec, r)]
-    if moe.n_shared_experts:
-        ops += _ffn_ops(s, "shared_", moe.n_shared_experts * moe.shared_ffn_size, t, prec, r)
-    load = expert_load(moe, t)
+    t, a, h = tokens, prec.a, s.h
+    ops: list[Op] = []
     f = moe.expert_ffn_size
     n_in = 2 * f if s.gated else f
     copies = load.routed
@@ -932,6 +928,34 @@ def _moe_ops(s: _Shapes, tokens: int, prec: Precision) -> list[Op]:
             h * t * a,
         )
     )
+    return ops
+
+
+def routed_expert_ops(
+    model: ModelSpec, load: ExpertLoad, tokens: int, prec: Precision
+) -> tuple[Op, ...]:
+    """One layer's operators for the routed experts of ``load`` in a pass of ``tokens``
+    tokens: the same operators, per expert, as a pass's routed experts (what a tier
+    computing some of a layer's experts apart from the rest is charged; the combine writes
+    the pass's ``tokens`` partial outputs). Empty for a dense model or no routed copies."""
+    if model.moe is None or load.routed <= 0:
+        return ()
+    return tuple(_routed_expert_ops(_shapes(model), load, tokens, prec, 1))
+
+
+def _moe_ops(s: _Shapes, tokens: int, prec: Precision) -> list[Op]:
+    """A mixture-of-experts FFN over ``tokens`` tokens (``moe_layers`` layers): the router,
+    the shared experts (a dense FFN of their joint width), and the routed experts as grouped
+    GEMMs — FLOPs of the ``T·k`` routed token copies, weights of the *expected distinct*
+    experts touched (:func:`expert_load`), ``rows`` the tokens per touched expert (what a
+    kernel's small-M efficiency depends on) — then the weighted combine of the copies."""
+    moe = s.moe
+    assert moe is not None
+    t, h, r = tokens, s.h, s.moe_layers
+    ops = [_gemm(s, "router", h, moe.n_experts, t, prec, r)]
+    if moe.n_shared_experts:
+        ops += _ffn_ops(s, "shared_", moe.n_shared_experts * moe.shared_ffn_size, t, prec, r)
+    ops += _routed_expert_ops(s, expert_load(moe, t), t, prec, r)
     return ops
 
 

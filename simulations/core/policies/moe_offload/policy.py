@@ -18,13 +18,24 @@ from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.spec import DeviceSpec, LinkSpec, ModelSpec, RuntimeProfile, SystemSpec
 
 from .offload import MODES, OffloadedGpu, resident_model
+from .tiered import TIER_MODES, SideModel, TieredBoard, board_hardware, lpddr_only_report
 
-GPU_ROLE = RoleSpec("gpu", "GPUs, each serving whole requests with its resident experts", ("gpu",))
+GPU_ROLE = RoleSpec(
+    "gpu",
+    "GPUs (or, with cold_tier lpddr / lpddr-only, HBM+LPDDR boards), each serving whole "
+    "requests with its resident experts",
+    ("gpu", "memory-accel"),
+)
 HOST_ROLE = RoleSpec(
     "host",
-    "the host CPU holding the offloaded experts (one per GPU: its own socket or NUMA node)",
+    "the host CPU holding the offloaded experts (one per GPU: its own socket or NUMA node; "
+    "none with cold_tier lpddr / lpddr-only)",
     ("cpu",),
+    required=False,
 )
+#: Where the cold experts live: host memory, or the LPDDR tier of a two-tier board
+#: (:mod:`.tiered`); ``lpddr-only`` is that board holding everything in LPDDR.
+COLD_TIERS = ("host", "lpddr", "lpddr-only")
 
 
 @register
@@ -43,9 +54,21 @@ class MoeOffloadPolicy(EnginePolicy):
     of the GPU's memory while leaving ``kv_memory_fraction`` of it to the KV cache. "Hot"
     experts are the most popular under ``moe_routing_zipf`` (uniform routing: any).
 
+    ``cold_tier`` ``lpddr`` asks the same placement question on a board with an HBM and an
+    LPDDR tier and a chip beside each (H2M2's hardware, Hwang et al. §4.1, Tables 1–2; the
+    ``gpu`` role then holds ``memory-accel`` boards and there is no ``host``): attention,
+    the KV cache, the shared and the ``gpu_experts`` hottest experts in HBM, the rest in
+    LPDDR, computed by the LPDDR chip or streamed across the board's interconnect, per layer
+    (:mod:`.tiered`, ``offload_mode`` ``auto`` / ``lpddr`` / ``stream``). ``lpddr-only`` is
+    the same board holding everything in LPDDR (H2M2's baseline). An option of this policy
+    rather than of ``h2m2``: the hot/cold split, its sizing, the per-layer rule and the
+    serving engine are this policy's; ``h2m2``'s head-aware mapping and static batcher are
+    for dense decoder layers.
+
     Deviations: see :mod:`.offload` (no overlap of host and GPU work, no caching of
-    streamed experts); one host per GPU (``host`` count = ``gpu`` count), its energy counted
-    into the GPU's while it computes; not searched by the planner yet.
+    streamed experts) and :mod:`.tiered`; one host per GPU (``host`` count = ``gpu``
+    count), its energy counted into the GPU's while it computes; not searched by the
+    planner yet.
     """
 
     name: ClassVar[str] = "moe-offload"
@@ -101,9 +124,19 @@ class MoeOffloadPolicy(EnginePolicy):
             "offload_mode",
             str,
             "auto",
-            "where the offloaded experts run: auto (per layer and pass, the faster of the "
-            "host CPU and streaming over PCIe), cpu, stream",
-            choices=MODES,
+            "where the offloaded experts run: auto (per layer and pass, the faster of "
+            "computing them beside their memory and streaming them), cpu (host tier), lpddr "
+            "(the LPDDR tier's chip), stream (over PCIe or the board's interconnect)",
+            choices=tuple(dict.fromkeys(MODES + TIER_MODES)),
+        ),
+        OptionSpec(
+            "cold_tier",
+            str,
+            "host",
+            "where the cold experts live: host (host CPU memory beside a GPU), lpddr (the "
+            "LPDDR tier of an HBM+LPDDR board, H2M2's hardware), lpddr-only (that board "
+            "holding every weight and the KV cache in LPDDR: the comparison)",
+            choices=COLD_TIERS,
         ),
         OptionSpec(
             "moe_routing_zipf",
@@ -175,12 +208,60 @@ class MoeOffloadPolicy(EnginePolicy):
         if model.moe.expert_parallel > 1:
             raise SpecError("options", "expert offloading runs without expert parallelism")
         gpus, hosts = system.by_role("gpu"), system.by_role("host")
+        tier = str(opts["cold_tier"])
+        if tier != "host":
+            cls._check_board(system, model, opts)
+            return
+        if opts["offload_mode"] not in MODES:
+            raise SpecError("options.offload_mode", f"must be one of {', '.join(MODES)}")
         n_gpu = sum(p.count for p in gpus)
+        for p in gpus:
+            if p.device.kind != "gpu":
+                raise SpecError(
+                    "devices", f"{p.device.slug} is not a GPU: name cold_tier lpddr for a board"
+                )
         if sum(p.count for p in hosts) != n_gpu:
             raise SpecError("devices", f"give one host CPU per GPU ({n_gpu})")
         for p in gpus:
             cls._link(system, opts, p.device)
             cls.resident_experts(model, build_device_model(p.device, p.runtime), opts)
+
+    @classmethod
+    def _check_board(cls, system: SystemSpec, model: ModelSpec, opts: Mapping[str, Any]) -> None:
+        """``cold_tier`` lpddr / lpddr-only: HBM+LPDDR boards only, no host, and the parts
+        fit their tiers."""
+        tier = str(opts["cold_tier"])
+        if system.by_role("host"):
+            raise SpecError("devices", f"cold_tier {tier} runs on the board alone: no host role")
+        if opts["offload_mode"] not in TIER_MODES:
+            raise SpecError(
+                "options.offload_mode",
+                f"with cold_tier {tier} must be one of {', '.join(TIER_MODES)}",
+            )
+        assert model.moe is not None
+        for p in system.by_role("gpu"):
+            hw = board_hardware(p.device)  # SpecError naming devices without both tiers
+            if tier == "lpddr-only":
+                side = SideModel(p.device, p.runtime, hw.lpddr_only())
+                need = side.weights_bytes(model)
+                cap = side.memory_capacity_bytes * float(opts["memory_utilization"])
+                if need >= cap:
+                    raise CapacityError(
+                        "devices",
+                        f"{model.slug}'s weights ({need / 1e9:.1f} GB) do not fit "
+                        f"{p.device.slug}'s LPDDR ({cap / 1e9:.1f} GB usable)",
+                    )
+                continue
+            hbm = SideModel(p.device, p.runtime, hw.hbm)
+            resident = cls.resident_experts(model, hbm, opts)
+            board = TieredBoard(p.device, p.runtime, resident, str(opts["offload_mode"]))
+            cold = board.lpddr_weights_bytes(model)
+            if cold > hw.lpddr.capacity_bytes:
+                raise CapacityError(
+                    "options.gpu_experts",
+                    f"the cold experts ({cold / 1e9:.1f} GB) do not fit {p.device.slug}'s "
+                    f"LPDDR ({hw.lpddr.capacity_gb:g} GB)",
+                )
 
     def simulate(
         self,
@@ -193,6 +274,8 @@ class MoeOffloadPolicy(EnginePolicy):
         self.check_system(system, model)
         opts = self.resolve_options(system.options)
         model = model.with_routing_zipf(float(opts["moe_routing_zipf"]))
+        if opts["cold_tier"] != "host":
+            return self._simulate_board(system, model, requests, opts, progress)
         hosts = system.by_role("host")
         host = hosts[0]
         cpu = self.device_models(host.device, host.runtime)
@@ -235,4 +318,60 @@ class MoeOffloadPolicy(EnginePolicy):
         prompt = round(float(requests.input_tokens.mean())) if len(requests.input_tokens) else 1
         out.extra["options"] = opts
         out.extra["expert_offload"] = made[0].report(model, int(opts["max_batch"]), max(1, prompt))
+        return out
+
+    def _simulate_board(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        requests: RequestSet,
+        opts: Mapping[str, Any],
+        progress: ProgressFn | None,
+    ) -> SimOutput:
+        """``cold_tier`` lpddr / lpddr-only: every board one engine unit (see :mod:`.tiered`)."""
+        tier = str(opts["cold_tier"])
+        index = [i for i, p in enumerate(system.devices) if p.role == "gpu"]
+        boards = [system.devices[i] for i in index]
+        made: list[SideModel | TieredBoard] = []
+
+        def factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
+            hw = board_hardware(device)
+            dm: SideModel | TieredBoard
+            if tier == "lpddr-only":
+                dm = SideModel(device, runtime, hw.lpddr_only())
+            else:
+                resident = self.resident_experts(model, SideModel(device, runtime, hw.hbm), opts)
+                dm = TieredBoard(device, runtime, resident, str(opts["offload_mode"]))
+            made.append(dm)
+            return dm
+
+        units = build_units(
+            boards,
+            model,
+            factory,
+            exact=self.reference,
+            timeline_cap=self.timeline_cap,
+            step_overhead_s=lambda p, dm: dm.host_sampling_s(model),
+            placement_index=index,
+        )
+        sim = BatchingSim(
+            requests,
+            units,
+            max_batch=int(opts["max_batch"]),
+            block_size=int(opts["block_size"]),
+            memory_utilization=float(opts["memory_utilization"]),
+            max_batched_tokens=int(opts["max_batched_tokens"]),
+            reference=self.reference,
+            audit=self.audit,
+            progress=progress,
+        )
+        out = sim.run()
+        prompt = round(float(requests.input_tokens.mean())) if len(requests.input_tokens) else 1
+        out.extra["options"] = opts
+        first = made[0]
+        out.extra["expert_offload"] = (
+            first.report(model, int(opts["max_batch"]), max(1, prompt))
+            if isinstance(first, TieredBoard)
+            else lpddr_only_report(model, first)
+        )
         return out
