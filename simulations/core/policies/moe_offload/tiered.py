@@ -27,11 +27,17 @@ weights' one-way trip (very long prefills) or the HBM side has more chips (Table
 MoE layers of a model are alike, so one choice holds for every layer of a pass.
 
 Each operator of the graph (:mod:`simulations.core.graph`) costs ``max(compute, bytes /
-bandwidth) + one access latency`` on the chip(s) of its side, the compute rate following
-the board's own kernel model (:class:`~simulations.core.devices.h2m2.accel.Side`): GEMMs of
-one row on the MV unit, wider ones on the 128×128 weight-stationary MM unit at
-``min(rows, 128)/128`` of its peak; attention on the MV unit; norms, activations and other
-element-wise work on the vector unit.
+bandwidth) + one access latency`` on the chip(s) of its side, the compute rates from the
+board's chip (Table 2, :class:`~simulations.core.devices.h2m2.accel.AcceleratorConfig`): a
+GEMM of ``M`` rows on the faster of the MV unit (32 dot products of 128 per core and cycle)
+and the 128×128 weight-stationary MM unit, which at ``M`` < 128 rows runs at ``M/128`` of
+its peak (a tile holds the array for 128 cycles while its weights shift in, as
+:meth:`~simulations.core.devices.h2m2.accel.Side.gemm_s`); attention on the MV unit;
+norms, activations and other element-wise work on the vector unit (one operation per lane
+and cycle). Deviation from the board's dense kernel model (``Side.gemm_s``), which uses the
+MV unit at ``M`` = 1 only: here 2 ≤ ``M`` < 32 also runs on the MV unit, where it is faster
+(an expert's GEMM sees few rows at small batches; on the MM array its weights could enter
+at only 4 cores × 128 B per cycle = 512 GB/s, below either memory's bandwidth).
 
 ``cold_tier`` ``lpddr-only`` is the comparison on the same board: every weight and the KV
 cache in LPDDR, every operator on one chip beside it (H2M2's LPDDR-only baseline: Fig. 4b
@@ -94,10 +100,8 @@ def op_seconds(side: Side, op: Op) -> float:
         return 0.0
     a = side.accel
     if op.kind is OpKind.GEMM:
-        if op.rows <= 1:
-            rate = a.mv_peak_ops * side.chips
-        else:
-            rate = a.mm_peak_ops * side.chips * min(op.rows, a.mm_rows) / a.mm_rows
+        mm = a.mm_peak_ops * min(max(op.rows, 1), a.mm_rows) / a.mm_rows
+        rate = max(a.mv_peak_ops, mm) * side.chips
     elif op.kind in _MV_KINDS:
         rate = a.mv_peak_ops * side.chips
     else:
