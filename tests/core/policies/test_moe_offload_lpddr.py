@@ -148,6 +148,32 @@ def test_at_batch_1_a_step_touches_about_top_k_experts() -> None:
     assert _board(2).cold_layer(MIXTRAL, 256).distinct == pytest.approx(6.0, rel=1e-6)
 
 
+def test_under_skewed_routing_the_hbm_keeps_the_popular_experts() -> None:
+    skewed = MIXTRAL.with_routing_zipf(1.5)
+    uniform, hot_first = _board(4).cold_layer(MIXTRAL, 1), _board(4).cold_layer(skewed, 1)
+    assert uniform.distinct == pytest.approx(1.0, rel=1e-12)  # 4 of 8, top-2
+    assert hot_first.distinct < 0.6 * uniform.distinct
+    assert (
+        _board(4).decode_step(skewed, 1, 512).seconds
+        < _board(4).decode_step(MIXTRAL, 1, 512).seconds
+    )
+
+
+def test_a_model_whose_experts_all_fit_the_hbm_runs_as_without_offload() -> None:
+    doc = copy.deepcopy(DOC)
+    doc["model"] = "mixtral-8x7b"  # 47 GB in INT8: every expert fits the 96 GB HBM
+    doc["systems"] = [copy.deepcopy(DOC["systems"][0]) for _ in range(2)]
+    doc["systems"][1]["name"] = "forced stream"
+    doc["systems"][1]["options"]["offload_mode"] = "stream"
+    a, b = _run(doc)["systems"]
+    block = a["scheduler"]["expert_offload"]
+    assert block["hbm_experts_per_layer"] == 8
+    assert block["lpddr_weights_gb"] == 0.0
+    assert block["decode_max_batch"]["runs_on"] == "none"
+    for key in ("ttft_ms", "tpot_ms", "throughput_tok_s", "energy_j"):
+        assert a[key] == b[key]
+
+
 def test_the_hbm_holds_the_resident_part_and_the_lpddr_the_cold_experts() -> None:
     board = _board(3)
     full = SideModel(BOARD, INT8, board_hardware(BOARD).hbm).weights_bytes(MIXTRAL)

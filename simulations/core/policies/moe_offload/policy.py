@@ -201,7 +201,9 @@ class MoeOffloadPolicy(EnginePolicy):
 
     @classmethod
     def check_system(cls, system: SystemSpec, model: ModelSpec) -> None:
-        """A mixture of experts, one host per GPU, a link and a resident part that fits."""
+        """A mixture of experts without expert parallelism; ``cold_tier`` host: GPUs, one
+        host per GPU, a link and a resident part that fits; lpddr / lpddr-only: HBM+LPDDR
+        boards alone, their parts fitting their tiers."""
         opts = cls.resolve_options(system.options)
         if model.moe is None:
             raise SpecError("model", f"{model.slug} is not a mixture of experts")
