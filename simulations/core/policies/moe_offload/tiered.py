@@ -1,12 +1,13 @@
 """Expert offloading on one board with two memory tiers (H2M2's HBM + LPDDR hardware, Hwang
 et al., §4.1, Tables 1–2): option ``cold_tier`` ``lpddr`` of the ``moe-offload`` policy.
 
-The fast tier (HBM) holds attention, the KV cache, the dense layers, the router, the shared
-experts and the ``R`` hottest routed experts of every MoE layer, computed by the chip beside
-the HBM; the other ``E − R`` experts live in the large tier (LPDDR). Per MoE layer and pass of
-``T`` tokens the cold experts receive ``c = T·Σ q_i`` routed copies and touch
-``D = Σ 1 − (1 − q_i)^T`` distinct experts (:func:`~simulations.core.graph.
-offloaded_expert_load`, the formula every MoE cost here uses). Two ways to run them:
+The fast tier (HBM) holds the embedding and LM head, attention, the KV cache, the dense
+layers, the router, the shared experts and the ``R`` hottest routed experts of every MoE
+layer, computed by the chip beside the HBM; the other ``E − R`` experts live in the large
+tier (LPDDR). Per MoE layer and pass of ``T`` tokens the cold experts receive
+``c = T·Σ q_i`` routed copies and touch ``D = Σ 1 − (1 − q_i)^T`` distinct experts
+(:func:`~simulations.core.graph.offloaded_expert_load`, the formula every MoE cost here
+uses). Two ways to run them:
 
 * **lpddr** (H2M2-style, compute where the weights live) — the chip beside the LPDDR reads
   the ``D`` touched experts at LPDDR bandwidth and computes the ``c`` copies (the same
@@ -20,8 +21,9 @@ offloaded_expert_load`, the formula every MoE cost here uses). Two ways to run t
 
 Either way the cold bytes leave the LPDDR at its bandwidth at most. With the same chip on
 both sides (Table 2) the LPDDR chip wins unless the activations' round trip outweighs the
-weights' one-way trip (very long prefills) or the HBM side has more chips (Table 4's
-``HBMChip-More``) and the work is compute-bound.
+weights' one-way trip (very long prefills) or the HBM side computes faster (a board with
+more chips beside its HBM, as Table 4's ``HBMChip-More``; the catalog's ``h2m2`` record has
+one per side) and the work is compute-bound.
 
 **Rule** (per MoE layer and pass, ``offload_mode`` ``auto``): the smaller of the two. All
 MoE layers of a model are alike, so one choice holds for every layer of a pass.
@@ -52,6 +54,8 @@ Assumptions the paper does not fix (it models dense decoder layers only, §5.1):
   chip's work within a layer (conservative, as the host path of :mod:`.offload`; overlap
   would let a step with some experts in LPDDR beat one with all in HBM, which the model
   does not claim); streaming's transfer is not overlapped with compute either;
+* streamed weights land in HBM and the HBM chip's operators read them back at HBM
+  bandwidth (conservative: streaming straight into its scratchpad would save that read);
 * streamed experts are not cached between passes; every token's activations (``a`` bytes
   per element) cross the interconnect to the LPDDR chip and back once per layer;
 * the interconnect is the board's ``peer_link`` (Table 1's 960 GB/s), shared by both
