@@ -9,8 +9,10 @@ import json
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
+from simulations.core.engine.requests import generate_requests
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.graph import (
     OpKind,
@@ -20,6 +22,7 @@ from simulations.core.graph import (
     offloaded_expert_load,
     routed_expert_ops,
 )
+from simulations.core.policies.moe_offload import MoeOffloadPolicy
 from simulations.core.policies.moe_offload.offload import resident_model
 from simulations.core.policies.moe_offload.tiered import (
     SideModel,
@@ -29,7 +32,16 @@ from simulations.core.policies.moe_offload.tiered import (
 )
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
-from simulations.core.spec import MemoryTier
+from simulations.core.spec import (
+    ArrivalKind,
+    ArrivalSpec,
+    DevicePlacement,
+    LengthDist,
+    LengthDistKind,
+    MemoryTier,
+    SystemSpec,
+    WorkloadSpec,
+)
 from tests.core.moe.catalog import moe_catalog, moe_model
 
 CAT = moe_catalog()
@@ -221,3 +233,27 @@ def test_it_refuses_a_gpu_a_host_a_cpu_mode_and_a_board_without_lpddr() -> None:
     side = copy.deepcopy(DOC)
     side["systems"][0]["devices"][0]["device"] = "h2m2-hbm3-side"
     assert "LPDDR" in _refused(side)
+
+
+@pytest.mark.parametrize("tier", ["lpddr", "lpddr-only"])
+def test_the_engines_fast_path_gives_the_step_by_step_times_on_the_board(tier: str) -> None:
+    model = moe_model("mixtral-8x22b")
+    w = WorkloadSpec(
+        requests=60,
+        input_tokens=LengthDist(LengthDistKind.UNIFORM, low=64, high=1500),
+        output_tokens=LengthDist(LengthDistKind.UNIFORM, low=8, high=300),
+        arrival=ArrivalSpec(ArrivalKind.POISSON, rate_per_s=2.0),
+        seed=3,
+    )
+    reqs = generate_requests(w, model)
+    system = SystemSpec(
+        "board",
+        "moe-offload",
+        (DevicePlacement(BOARD, 1, INT8, "gpu"),),
+        {"max_batch": 32, "cold_tier": tier},
+    )
+    fast = MoeOffloadPolicy().simulate(system, model, reqs)
+    ref = MoeOffloadPolicy(reference=True).simulate(system, model, reqs)
+    for a, b in ((fast.first_token_s, ref.first_token_s), (fast.finish_s, ref.finish_s)):
+        assert np.allclose(a, b, rtol=1e-9, atol=0)
+    assert np.all(np.isfinite(fast.finish_s))
