@@ -77,8 +77,10 @@ DOC: dict[str, Any] = {
 }
 
 
-def _board(resident: int, mode: str = "auto", device: Any = BOARD) -> TieredBoard:
-    return TieredBoard(device, INT8, resident, mode)
+def _board(
+    resident: int, mode: str = "auto", device: Any = BOARD, overlap: bool = False
+) -> TieredBoard:
+    return TieredBoard(device, INT8, resident, mode, overlap)
 
 
 def _run(doc: dict[str, Any]) -> dict[str, Any]:
@@ -136,9 +138,10 @@ def test_more_hbm_never_slows_a_step(mode: str, model: Any) -> None:
     assert all(b <= a * (1 + 1e-12) for a, b in itertools.pairwise(prefills))
 
 
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("mode", ["auto", "lpddr", "stream"])
-def test_all_experts_in_hbm_is_identical_to_no_offload(mode: str) -> None:
-    board = _board(MIXTRAL.moe.n_experts, mode)
+def test_all_experts_in_hbm_is_identical_to_no_offload(mode: str, overlap: bool) -> None:
+    board = _board(MIXTRAL.moe.n_experts, mode, overlap=overlap)
     hbm = SideModel(BOARD, INT8, board_hardware(BOARD).hbm)
     for batch in (1, 32):
         assert board.decode_step(MIXTRAL, batch, 4096) == hbm.decode_step(MIXTRAL, batch, 4096)
@@ -158,6 +161,20 @@ def test_at_batch_1_a_step_touches_about_top_k_experts() -> None:
                 assert hot + cold == pytest.approx(moe.experts_per_token, rel=1e-9)
     # a large batch touches nearly every cold expert
     assert _board(2).cold_layer(MIXTRAL, 256).distinct == pytest.approx(6.0, rel=1e-6)
+
+
+def test_with_overlap_the_lpddr_chip_adds_only_what_outlasts_the_hot_experts() -> None:
+    for tokens in (1, 32, 1024):
+        serial = _board(3, "lpddr").cold_layer(MIXTRAL, tokens)
+        both = _board(3, "lpddr", overlap=True).cold_layer(MIXTRAL, tokens)
+        assert both.hot_s > 0
+        assert both.lpddr_s == serial.lpddr_s
+        assert both.seconds == pytest.approx(max(0.0, serial.lpddr_s - both.hot_s), abs=0)
+    for batch in (1, 8, 64, 256):
+        for r in (1, 3, 6, 7):
+            serial_s = _board(r).decode_step(MIXTRAL, batch, batch * 512).seconds
+            both_s = _board(r, overlap=True).decode_step(MIXTRAL, batch, batch * 512).seconds
+            assert both_s <= serial_s
 
 
 def test_under_skewed_routing_the_hbm_keeps_the_popular_experts() -> None:
@@ -230,6 +247,9 @@ def test_it_refuses_a_gpu_a_host_a_cpu_mode_and_a_board_without_lpddr() -> None:
     cpu = copy.deepcopy(DOC)
     cpu["systems"][0]["options"]["offload_mode"] = "cpu"
     assert "offload_mode" in _refused(cpu)
+    overlap = copy.deepcopy(DOC)
+    overlap["systems"][1]["options"]["expert_overlap"] = True
+    assert "expert_overlap" in _refused(overlap)
     side = copy.deepcopy(DOC)
     side["systems"][0]["devices"][0]["device"] = "h2m2-hbm3-side"
     assert "LPDDR" in _refused(side)

@@ -130,6 +130,14 @@ class MoeOffloadPolicy(EnginePolicy):
             choices=tuple(dict.fromkeys(MODES + TIER_MODES)),
         ),
         OptionSpec(
+            "expert_overlap",
+            bool,
+            False,
+            "with cold_tier lpddr: the LPDDR chip computes the cold experts while the HBM "
+            "chip computes the hot ones (H2M2 §3.1's parallel granularity applied to "
+            "experts); off: the layer waits for them (conservative)",
+        ),
+        OptionSpec(
             "cold_tier",
             str,
             "host",
@@ -216,6 +224,8 @@ class MoeOffloadPolicy(EnginePolicy):
             return
         if opts["offload_mode"] not in MODES:
             raise SpecError("options.offload_mode", f"must be one of {', '.join(MODES)}")
+        if opts["expert_overlap"]:
+            raise SpecError("options.expert_overlap", "applies to cold_tier lpddr only")
         n_gpu = sum(p.count for p in gpus)
         for p in gpus:
             if p.device.kind != "gpu":
@@ -240,6 +250,8 @@ class MoeOffloadPolicy(EnginePolicy):
                 "options.offload_mode",
                 f"with cold_tier {tier} must be one of {', '.join(TIER_MODES)}",
             )
+        if tier == "lpddr-only" and opts["expert_overlap"]:
+            raise SpecError("options.expert_overlap", "applies to cold_tier lpddr only")
         assert model.moe is not None
         for p in system.by_role("gpu"):
             hw = board_hardware(p.device)  # SpecError naming devices without both tiers
@@ -343,7 +355,13 @@ class MoeOffloadPolicy(EnginePolicy):
                 dm = SideModel(device, runtime, hw.lpddr_only())
             else:
                 resident = self.resident_experts(model, SideModel(device, runtime, hw.hbm), opts)
-                dm = TieredBoard(device, runtime, resident, str(opts["offload_mode"]))
+                dm = TieredBoard(
+                    device,
+                    runtime,
+                    resident,
+                    str(opts["offload_mode"]),
+                    bool(opts["expert_overlap"]),
+                )
             made.append(dm)
             return dm
 

@@ -50,10 +50,15 @@ Assumptions the paper does not fix (it models dense decoder layers only, §5.1):
 
 * attention, the dense layers and the hot experts run wholly on the HBM chip (no head-aware
   split of attention across both chips, §3): conservative for the split placement;
-* the layer waits for its cold experts: no overlap of the LPDDR chip's experts with the HBM
-  chip's work within a layer (conservative, as the host path of :mod:`.offload`; overlap
-  would let a step with some experts in LPDDR beat one with all in HBM, which the model
-  does not claim); streaming's transfer is not overlapped with compute either;
+* by default the layer waits for its cold experts: no overlap of the LPDDR chip's experts
+  with the HBM chip's work (conservative, as the host path of :mod:`.offload`), so a step
+  never gets slower as experts move into HBM. §3.1 of the paper remarks that its head-aware
+  granularity (both chips at once on one sublayer) applies to MoE experts too; option
+  ``expert_overlap`` models that: the LPDDR chip's cold experts run while the HBM chip
+  computes the hot ones, the layer adding only what the cold side takes beyond them
+  (``max(0, t_lpddr − t_hot)``; the rule compares that with streaming). With it a step with
+  some experts in LPDDR may beat one with all in HBM (two chips busy instead of one);
+  streaming's transfer is never overlapped with compute;
 * streamed weights land in HBM and the HBM chip's operators read them back at HBM
   bandwidth (conservative: streaming straight into its scratchpad would save that read);
 * streamed experts are not cached between passes; every token's activations (``a`` bytes
@@ -81,6 +86,7 @@ from simulations.core.graph import (
     PhaseGraph,
     Precision,
     decode_graph,
+    expert_load,
     expert_params,
     offloaded_expert_load,
     prefill_graph,
@@ -178,7 +184,8 @@ def board_hardware(device: DeviceSpec) -> H2M2Hardware:
 
 @dataclass(frozen=True, slots=True)
 class ColdLayer:
-    """One MoE layer's cold experts in one pass: what they do and the rule's choice."""
+    """One MoE layer's cold experts in one pass: what they do, the time of each way to run
+    them (``lpddr_s``, ``stream_s``) and the rule's choice."""
 
     tokens: int
     routed: float
@@ -186,8 +193,12 @@ class ColdLayer:
     cold_bytes: float
     lpddr_s: float
     stream_s: float
+    #: what the layer's step gains: the chosen way's seconds (with ``overlap`` and the
+    #: LPDDR chip, only what its work takes beyond the HBM chip's hot experts)
     seconds: float
     runs_on: str
+    #: the HBM chip's hot experts in this layer (computed only with ``overlap``)
+    hot_s: float
 
 
 class TieredBoard(DeviceModel):
@@ -197,7 +208,12 @@ class TieredBoard(DeviceModel):
     single_device_roofline = False
 
     def __init__(
-        self, device: DeviceSpec, runtime: RuntimeProfile, resident: int, mode: str = "auto"
+        self,
+        device: DeviceSpec,
+        runtime: RuntimeProfile,
+        resident: int,
+        mode: str = "auto",
+        overlap: bool = False,
     ) -> None:
         if mode not in TIER_MODES:
             raise SpecError("options.offload_mode", f"must be one of {', '.join(TIER_MODES)}")
@@ -208,6 +224,7 @@ class TieredBoard(DeviceModel):
         self.hbm = SideModel(device, runtime, self.hw.hbm)
         self.resident = resident
         self.mode = mode
+        self.overlap = bool(overlap)
         self.prec = Precision.of(runtime)
         self._memo: dict[tuple[ModelSpec, int], ColdLayer] = {}
 
@@ -231,7 +248,7 @@ class TieredBoard(DeviceModel):
             ew = min(ew, moe.expert_weight_bits / 8)
         cold_bytes = load.distinct * p * ew
         if load.routed <= 0:
-            out = ColdLayer(tokens, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "none")
+            out = ColdLayer(tokens, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "none", 0.0)
         else:
             work = routed_expert_ops(model, load, tokens, self.prec)
             act = load.routed * model.hidden_size * self.prec.a
@@ -239,7 +256,13 @@ class TieredBoard(DeviceModel):
             t_lpddr = ops_seconds(self.hw.lpddr, work) + 2.0 * act / link
             fetch = min(link, self.hw.lpddr.bw_bytes_per_s)
             t_stream = cold_bytes / fetch + ops_seconds(self.hw.hbm, work)
-            near = self.mode == "lpddr" or (self.mode == "auto" and t_lpddr <= t_stream)
+            hot_s = 0.0
+            added_lpddr = t_lpddr
+            if self.overlap:
+                hot = expert_load(replace(moe, resident_experts=self.resident), tokens)
+                hot_s = ops_seconds(self.hw.hbm, routed_expert_ops(model, hot, tokens, self.prec))
+                added_lpddr = max(0.0, t_lpddr - hot_s)
+            near = self.mode == "lpddr" or (self.mode == "auto" and added_lpddr <= t_stream)
             out = ColdLayer(
                 tokens,
                 load.routed,
@@ -247,8 +270,9 @@ class TieredBoard(DeviceModel):
                 cold_bytes,
                 t_lpddr,
                 t_stream,
-                t_lpddr if near else t_stream,
+                added_lpddr if near else t_stream,
                 "lpddr" if near else "stream",
+                hot_s,
             )
         if len(self._memo) >= 65536:
             self._memo.clear()
@@ -305,7 +329,8 @@ class TieredBoard(DeviceModel):
 
     def report(self, model: ModelSpec, max_batch: int, prompt_tokens: int) -> dict[str, Any]:
         """What the result's ``expert_offload`` block shows: the placement and the rule's
-        choice (both candidates' per-layer seconds) for a decode step of 1 and of
+        choice (both candidates' per-layer seconds, the step's added ``layer_ms`` and, with
+        ``expert_overlap``, the hot experts' time it overlaps) for a decode step of 1 and of
         ``max_batch`` sequences and a prefill of ``prompt_tokens`` tokens."""
         moe = model.moe
         assert moe is not None
@@ -319,6 +344,7 @@ class TieredBoard(DeviceModel):
                 "layer_ms": c.seconds * 1e3,
                 "lpddr_layer_ms": c.lpddr_s * 1e3,
                 "stream_layer_ms": c.stream_s * 1e3,
+                "overlapped_hot_layer_ms": c.hot_s * 1e3,
             }
 
         return {
@@ -335,6 +361,7 @@ class TieredBoard(DeviceModel):
             "hbm_gb": self.hw.hbm.capacity_gb,
             "lpddr_gb": self.hw.lpddr.capacity_gb,
             "offload_mode": self.mode,
+            "expert_overlap": self.overlap,
             "rule": "per MoE layer and pass: the LPDDR chip computes the cold experts if its "
             "time (LPDDR-bandwidth roofline + activations over the interconnect both ways) "
             "is at most streaming's (weights out of LPDDR over the interconnect + HBM chip), "
