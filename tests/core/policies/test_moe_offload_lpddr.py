@@ -255,8 +255,12 @@ def test_it_refuses_a_gpu_a_host_a_cpu_mode_and_a_board_without_lpddr() -> None:
     assert "LPDDR" in _refused(side)
 
 
-@pytest.mark.parametrize("tier", ["lpddr", "lpddr-only"])
-def test_the_engines_fast_path_gives_the_step_by_step_times_on_the_board(tier: str) -> None:
+@pytest.mark.parametrize(
+    ("tier", "overlap"), [("lpddr", False), ("lpddr", True), ("lpddr-only", False)]
+)
+def test_the_engines_fast_path_gives_the_step_by_step_times_on_the_board(
+    tier: str, overlap: bool
+) -> None:
     model = moe_model("mixtral-8x22b")
     w = WorkloadSpec(
         requests=60,
@@ -270,7 +274,7 @@ def test_the_engines_fast_path_gives_the_step_by_step_times_on_the_board(tier: s
         "board",
         "moe-offload",
         (DevicePlacement(BOARD, 1, INT8, "gpu"),),
-        {"max_batch": 32, "cold_tier": tier},
+        {"max_batch": 32, "cold_tier": tier, "expert_overlap": overlap},
     )
     fast = MoeOffloadPolicy().simulate(system, model, reqs)
     ref = MoeOffloadPolicy(reference=True).simulate(system, model, reqs)
