@@ -40,7 +40,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from simulations.choices import ChunkStatus
+from simulations.choices import FINAL_STATUSES, ChunkStatus, RunStatus
 from simulations.core.errors import (
     CapacityError,
     ScenarioValidationError,
@@ -243,12 +243,81 @@ def run_chunk(
         beat.stop()
 
 
-class ChunkJob(models.Model):
+class ClaimedRow(models.Model):
+    """The columns of a row a worker claims — a run, a plan (its current screen or decide
+    stage) or a chunk of a sweep or a plan: which worker holds it, when its task message was
+    last sent and when its worker last beat. :func:`requeue_stale`, :func:`resend_lost` and
+    :func:`mark_unsent` work on these columns."""
+
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="Host and process id of the claiming worker."
+    )
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a task message was last sent for it."
+    )
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life from the claiming worker."
+    )
+
+    class Meta:
+        abstract = True
+
+
+class Job(models.Model):
+    """The columns every parent job row (a run, a sweep, a plan) has: when it was submitted
+    and when it reached a final state."""
+
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was submitted.")
+    finished_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it reached a final state."
+    )
+
+    class Meta:
+        abstract = True
+
+
+class ClaimedJob(Job, ClaimedRow):
+    """A parent job whose own row a worker claims — a run, or a plan for its screen and
+    decide stages (its confirmation chunks are :class:`ChunkJob` rows): the run lifecycle
+    (:class:`RunStatus`, queued → running → succeeded / failed / cancelled), why it failed,
+    and when a worker first claimed it. A sweep is only a :class:`Job`: its chunks are
+    claimed, never the sweep itself, and its statuses are its own."""
+
+    status = models.CharField(
+        max_length=16,
+        choices=RunStatus.choices,
+        default=RunStatus.QUEUED,
+        help_text="Lifecycle state.",
+    )
+    error = models.TextField(blank=True, help_text="Why it failed (empty otherwise).")
+    started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a worker first claimed it."
+    )
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_final(self) -> bool:
+        """Whether the job reached a state it never leaves."""
+        return self.status in FINAL_STATUSES
+
+    @staticmethod
+    def status_constraint() -> models.CheckConstraint:
+        """The CHECK that keeps ``status`` one of :class:`RunStatus` (each concrete job lists
+        it among its own constraints)."""
+        return models.CheckConstraint(
+            condition=Q(status__in=RunStatus.values),
+            name="%(app_label)s_%(class)s_status_valid",
+        )
+
+
+class ChunkJob(ClaimedRow):
     """The lifecycle columns of a chunk of a sweep or a plan, one Celery task's share of the
-    job: its state, how often a worker claimed it, which worker holds it, when its message
-    was last sent and when its worker last beat. :func:`chunk_claim_row`,
-    :func:`chunk_heartbeat_row`, :func:`chunk_release_row`, :func:`requeue_stale` and
-    :func:`resend_lost` work on these columns for either kind of chunk."""
+    job: its state and how often a worker claimed it, beside the :class:`ClaimedRow`
+    columns. :func:`chunk_claim_row`, :func:`chunk_heartbeat_row`, :func:`chunk_release_row`,
+    :func:`requeue_stale` and :func:`resend_lost` work on these columns for either kind of
+    chunk."""
 
     status = models.CharField(
         max_length=16,
@@ -258,15 +327,6 @@ class ChunkJob(models.Model):
     )
     attempts = models.PositiveSmallIntegerField(
         default=0, help_text="Times a worker claimed the chunk (count)."
-    )
-    worker = models.CharField(
-        max_length=200, blank=True, help_text="Host and process id of the claiming worker."
-    )
-    enqueued_at = models.DateTimeField(
-        null=True, blank=True, help_text="When a task message was last sent for it."
-    )
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life from the claiming worker."
     )
 
     class Meta:
