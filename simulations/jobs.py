@@ -393,18 +393,21 @@ class ClaimColumns:
     ``stage_attempts``."""
 
     status: str = "status"
-    queued: str = "queued"
-    running: str = "running"
+    queued: str = RunStatus.QUEUED.value
+    running: str = RunStatus.RUNNING.value
     attempts: str = "attempts"
 
     def is_queued(self) -> Q:
+        """The row waits for a worker."""
         return Q(**{self.status: self.queued})
 
     def is_running(self, **more: Any) -> Q:
+        """The row is held by a worker (and matches ``more``)."""
         return Q(**{self.status: self.running}, **more)
 
 
-#: The columns of a run and of a chunk (a plan's stages name their own).
+#: The columns of a run and of a chunk (a chunk's ``ChunkStatus`` uses the run's values for
+#: queued and running; a plan's stages name their own columns).
 STATUS_COLUMNS = ClaimColumns()
 
 

@@ -11,8 +11,9 @@ import pytest
 from django.db.models import Q
 from django.utils import timezone
 
-from simulations.choices import RunStatus
-from simulations.jobs import claim_row, requeue_stale
+from simulations.choices import ChunkStatus, RunStatus
+from simulations.jobs import STATUS_COLUMNS, claim_row, requeue_stale
+from simulations.plans.services import STAGE_COLUMNS
 from simulations.runs import services as run_services
 from simulations.runs.models import SimulationRun
 from simulations.scenarios import services as scenario_services
@@ -25,6 +26,15 @@ pytestmark = pytest.mark.django_db
 def runs(fixture_catalog_rows: Any, user: Any) -> list[SimulationRun]:
     scenario = scenario_services.scenario_create(owner=user, document=scenario_doc())
     return [run_services.simulation_run_create(scenario=scenario, owner=user) for _ in range(2)]
+
+
+def test_runs_and_chunks_share_the_queued_and_running_values_a_plan_stage_names_its_own() -> None:
+    for status in (RunStatus, ChunkStatus):
+        assert (STATUS_COLUMNS.queued, STATUS_COLUMNS.running) == (
+            status.QUEUED.value,
+            status.RUNNING.value,
+        )
+    assert (STAGE_COLUMNS.status, STAGE_COLUMNS.attempts) == ("stage_status", "stage_attempts")
 
 
 def _never(*args: Any) -> None:
