@@ -88,6 +88,10 @@ class DeviceModel(ABC):
     #: the stack's precisions against its memory bandwidth) describes the family's devices.
     #: A family whose compute sits in several chips beside separate memories keeps False.
     single_device_roofline: ClassVar[bool] = True
+    #: The most sequences one pass of the family's design can hold (``None``: as many as
+    #: memory allows). A design that decodes one request at a time says 1, and a scheduler
+    #: that batches caps its batches there instead of asking the device's kind.
+    max_sequences_per_pass: ClassVar[int | None] = None
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         self.device = device

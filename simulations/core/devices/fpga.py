@@ -134,6 +134,11 @@ class FpgaModel(DeviceModel):
     not modelled; decode batches > 1 reuse each weight tile for every sequence.
     """
 
+    #: FlightLLM's instruction stream serves one sequence per pass: GLITCHES' FPGA "decodes
+    #: one request at a time" (§III-C, §V). Schedulers that batch cap there; the cost model
+    #: itself still prices larger batches (above) for a design that would allow them.
+    max_sequences_per_pass = 1
+
     params = (
         OptionSpec(
             "clock_mhz",

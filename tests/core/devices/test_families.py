@@ -131,3 +131,17 @@ def test_a_family_must_answer_the_planners_questions() -> None:
     gpu = CAT.device("a100-80gb")
     with pytest.raises(TypeError, match="decode_stream_floor"):
         Forgetful(gpu, CAT.default_runtime(gpu))  # type: ignore[abstract]
+
+
+def test_a_family_says_how_many_sequences_one_pass_holds() -> None:
+    """Schedulers cap their batches by the family's design, not by the device's kind: the
+    FPGA's FlightLLM-style decode holds one sequence per pass, the others are memory-bound."""
+    from simulations.core.devices import device_family, device_kinds
+
+    caps = {
+        kind: device_family(kind).max_sequences_per_pass
+        for kind in device_kinds()
+        if kind != "soc"  # a container of components, without a cost model of its own
+    }
+    assert caps["fpga"] == 1
+    assert caps["gpu"] is None and caps["cpu"] is None

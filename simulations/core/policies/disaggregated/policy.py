@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from simulations.core.devices import build_device_model
+from simulations.core.devices import build_device_model, device_family
 from simulations.core.devices.base import DeviceModel
 from simulations.core.devices.parallel import ParallelGroup, shard_model
 from simulations.core.engine.core import (
@@ -28,7 +28,6 @@ from simulations.core.policies.base import OptionSpec, RoleSpec, register
 from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
-    DeviceKind,
     DevicePlacement,
     DeviceSpec,
     LinkSpec,
@@ -56,10 +55,12 @@ def _catalog_link(value: str, field: str) -> LinkSpec:
 
 
 def _batch_limit(device: DeviceSpec, option: int) -> int:
-    """Sequences one instance of ``device`` processes together: 1 for an FPGA, whose
-    FlightLLM-style decode design runs one request at a time (GLITCHES §III-C, §V: the FPGA
-    "decodes one request at a time"), else the option."""
-    return 1 if device.kind == DeviceKind.FPGA else option
+    """Sequences one instance of ``device`` processes together: the option, capped by what
+    its family's design holds in one pass (``DeviceModel.max_sequences_per_pass``: 1 for the
+    FPGA's FlightLLM-style decode, which "decodes one request at a time", GLITCHES §III-C,
+    §V)."""
+    cap = device_family(device.kind).max_sequences_per_pass
+    return option if cap is None else min(option, cap)
 
 
 @register
