@@ -94,7 +94,7 @@ def test_strict_exits_0_when_every_check_is_within(monkeypatch: pytest.MonkeyPat
 
 
 def test_json_prints_the_summary_by_basis_on_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cmd, "reproduce", lambda paper, **_: fake(paper))
+    monkeypatch.setattr(cmd, "reproduce_many", lambda papers, **_: [fake(p) for p in papers])
     out, err, _ = run_err("all", "--format", "json")
     json.loads(out)  # stdout stays one JSON document
     assert "Summary by basis" in err
@@ -143,7 +143,7 @@ def test_table_fits_eighty_columns_and_shows_every_check() -> None:
 
 
 def test_all_prints_a_list_of_per_paper_documents(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cmd, "reproduce", lambda paper, **_: fake(paper))
+    monkeypatch.setattr(cmd, "reproduce_many", lambda papers, **_: [fake(p) for p in papers])
     out, status = run("all", "--format", "json")
     assert status == 0
     docs = json.loads(out)
@@ -207,5 +207,13 @@ def test_jobs_reach_the_reproduction_and_zero_is_rejected(
     monkeypatch.setattr(cmd, "reproduce", spy)
     run_err("neo", "--format", "json", "--jobs", "3")
     assert seen == [3]
+
+    def spy_many(papers: list[str], *, jobs: int = 1) -> list[dict[str, Any]]:
+        seen.append(jobs)
+        return [fake(p) for p in papers]
+
+    monkeypatch.setattr(cmd, "reproduce_many", spy_many)
+    run_err("all", "--format", "json", "--jobs", "2")
+    assert seen == [3, 2]
     with pytest.raises(CommandError, match="--jobs"):
         call_command("reproduce", "neo", "--jobs", "0")

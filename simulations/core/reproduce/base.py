@@ -9,9 +9,11 @@ value is only ever compared against; it never feeds the model.
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib
 import math
-from collections.abc import Callable
+import multiprocessing
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Self
 
@@ -175,11 +177,8 @@ def check(
     return Check.of_target(t, float(simulated), note, dict(details or {}))
 
 
-def reproduce(paper: str, *, jobs: int = 1) -> dict[str, Any]:
-    """Run every registered runner for ``paper`` and return its document
-    ``{"paper": ..., "checks": [...]}``. With ``jobs`` > 1 the paper's prefetchers first run
-    its independent simulations in that many processes (forked: call it so only from a
-    process that may fork, such as the ``reproduce`` command); the document is the same."""
+def _load(paper: str) -> None:
+    """Import ``paper``'s reproduction module (registering its runners and prefetchers)."""
     try:
         p = get_paper(paper)
     except KeyError:
@@ -187,6 +186,14 @@ def reproduce(paper: str, *, jobs: int = 1) -> dict[str, Any]:
             f"unknown paper {paper!r}; choose from {', '.join(PAPERS)} or all"
         ) from None
     importlib.import_module(p.reproduction)
+
+
+def reproduce(paper: str, *, jobs: int = 1) -> dict[str, Any]:
+    """Run every registered runner for ``paper`` and return its document
+    ``{"paper": ..., "checks": [...]}``. With ``jobs`` > 1 the paper's prefetchers first run
+    its independent simulations in that many processes (forked: call it so only from a
+    process that may fork, such as the ``reproduce`` command); the document is the same."""
+    _load(paper)
     if jobs > 1:
         for pre in _PREFETCHERS.get(paper, []):
             pre(jobs)
@@ -194,3 +201,26 @@ def reproduce(paper: str, *, jobs: int = 1) -> dict[str, Any]:
     for fn in _RUNNERS.get(paper, []):
         checks.extend(fn())
     return {"paper": paper, "checks": [c.as_dict() for c in checks]}
+
+
+def _documents(papers: Sequence[str]) -> list[dict[str, Any]]:
+    return [reproduce(p) for p in papers]
+
+
+def reproduce_many(papers: Sequence[str], *, jobs: int = 1) -> list[dict[str, Any]]:
+    """:func:`reproduce` for each of ``papers``, the documents in the same order. With
+    ``jobs`` > 1 the papers without a prefetcher run one after another in a forked process
+    while this one runs the others (whose prefetchers use the ``jobs`` processes), so a
+    small paper's runs fill the gaps of a long one's; the documents are the same."""
+    for p in papers:
+        _load(p)
+    ahead = [p for p in papers if p in _PREFETCHERS]
+    rest = [p for p in papers if p not in _PREFETCHERS]
+    if jobs <= 1 or not ahead or not rest:
+        return [reproduce(p, jobs=jobs) for p in papers]
+    ctx = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        side = pool.submit(_documents, rest)
+        docs = {p: reproduce(p, jobs=jobs) for p in ahead}
+        docs.update(zip(rest, side.result(), strict=True))
+    return [docs[p] for p in papers]

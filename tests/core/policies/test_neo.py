@@ -85,6 +85,39 @@ def test_a_scheduler_that_skips_swap_out_is_caught_overflowing_the_gpu_cache(
         _run(NeoPolicy(), requests(150, rate=6.0))
 
 
+@pytest.mark.parametrize(
+    ("policy", "options"),
+    [(NeoPolicy, {}), (NeoPolicy, {"cpu_offload": False}), (FastDecodePlusPolicy, {})],
+)
+def test_every_plans_gpu_attention_width_is_the_sum_over_its_gpu_decodes(
+    monkeypatch: pytest.MonkeyPatch, policy: type[NeoPolicy], options: dict[str, object]
+) -> None:
+    """The scheduler reads the GPU runqueue's context sum from the simulator's running
+    total; every plan's GPU attention estimate must be the one of Σ (c + 1) summed over
+    its GPU decodes (swaps, recomputes and completions included)."""
+    plan = NeoScheduler.plan
+    seen = {"plans": 0, "swaps": 0}
+
+    def checked(self: NeoScheduler) -> Schedule:
+        sch = plan(self)
+        sim, tab = self.sim, self.sim.table
+        width = sum(sim.ctx[r] + 1 for r in sch.gpu_dec)
+        pref = sch.prefill_gpu + sch.prefill_cpu
+        expect = sum(tab.prefill_attn(sim.plen[r]) for r in pref) + tab.gpu_decode_attn(width)
+        assert sim.gpu_ctx == sum(sim.ctx[r] for r in sim.gpu_q)
+        if not sch.forced:
+            assert sch.t_ga0 == pytest.approx(expect, rel=1e-12, abs=1e-15)
+        seen["plans"] += 1
+        seen["swaps"] += len(sch.swap_in) + len(sch.swap_out) + len(sch.recompute)
+        return sch
+
+    monkeypatch.setattr(NeoScheduler, "plan", checked)
+    _assert_finished_once(_run(policy(), requests(150, rate=6.0), **options))
+    assert seen["plans"] > 0
+    if policy is NeoPolicy:
+        assert seen["swaps"] > 0
+
+
 @pytest.mark.parametrize("policy", [NeoPolicy, FastDecodePlusPolicy])
 @pytest.mark.parametrize("rate", [None, 2.0, 8.0])
 def test_every_request_finishes_exactly_once(policy: type[NeoPolicy], rate: float | None) -> None:

@@ -132,7 +132,7 @@ def test_synthetic_grids_keep_requests_within_the_testbeds_longest() -> None:
     assert runner.synth_grid("a10g") == [(i, runner.SYNTH_OUTPUTS) for i in runner.SYNTH_INPUTS]
 
 
-@pytest.mark.parametrize("variant", ["neo", "fastdecode+"])
+@pytest.mark.parametrize("variant", ["neo", "fastdecode+", "gpu-only"])
 def test_an_offline_run_stopped_at_its_window_gives_the_whole_runs_earliest_finishes(
     variant: str,
 ) -> None:

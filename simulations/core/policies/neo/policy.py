@@ -524,14 +524,14 @@ class GpuOnlyPolicy(EnginePolicy):
         assert tp is not None
         return screen.gpu_only_bounds(ctx, sig, options, tp)
 
-    def simulate(
+    def build(
         self,
         system: SystemSpec,
         model: ModelSpec,
         requests: RequestSet,
         progress: ProgressFn | None = None,
-    ) -> SimOutput:
-        """Run the baseline on ``requests`` and return the raw outcome."""
+    ) -> BatchingSim:
+        """The baseline's simulator of ``system`` for ``requests`` (not yet run)."""
         opts = self.resolve_options(system.options)
         found = _one(system, "gpu", True)
         assert found is not None
@@ -569,9 +569,22 @@ class GpuOnlyPolicy(EnginePolicy):
             audit=self.audit,
             progress=progress,
         )
+        return sim
+
+    def simulate(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        requests: RequestSet,
+        progress: ProgressFn | None = None,
+    ) -> SimOutput:
+        """Run the baseline on ``requests`` and return the raw outcome."""
+        sim = self.build(system, model, requests, progress)
+        found = _one(system, "gpu", True)
+        assert found is not None
         out = sim.run()
-        out.extra["options"] = opts
-        out.extra["tensor_parallel"] = tp
+        out.extra["options"] = self.resolve_options(system.options)
+        out.extra["tensor_parallel"] = found[1].count
         return out
 
     def run(

@@ -90,6 +90,7 @@ from typing import Any
 import numpy as np
 
 from simulations.core.catalog import builtin_catalog
+from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.core import SimOutput
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError
@@ -305,12 +306,7 @@ def offline_throughput(
         return float(hit)
     n = offline_requests(setting, l_in, l_out, cpu)
     last = n - (n // 10) * 3 + 1  # the window is the [n // 10, last) fastest finishes
-    requests = _synthetic(l_in, l_out, n)
-    cls = VARIANTS[variant][0]
-    if issubclass(cls, NeoBasePolicy):
-        f = _first_finishes(setting, variant, requests, cpu, last)
-    else:
-        f = np.sort(_simulate(setting, variant, requests, cpu).finish_s)
+    f = _first_finishes(setting, variant, _synthetic(l_in, l_out, n), cpu, last)
     window = f[n // 10 : last]
     return float((len(window) - 1) / (window[-1] - window[0]))
 
@@ -322,15 +318,15 @@ class _WindowReachedError(Exception):
 def _first_finishes(
     setting: str, variant: str, requests: RequestSet, cpu: str | None, k: int
 ) -> np.ndarray:
-    """The ``k`` earliest finish times of a Neo-engine run, sorted, stopping the run at its
-    ``k``-th completion. The same numbers as the whole run's: :class:`NeoSim` records every
-    completion at the current event's time, and event times never decrease, so nothing
-    after the ``k``-th completion can finish earlier (completions tied with it share its
-    time). The drain after the window is about a third of an offline run."""
+    """The ``k`` earliest finish times of a run (Neo's engine or the GPU-only baseline's),
+    sorted, stopping the run at its ``k``-th completion. The same numbers as the whole
+    run's: :class:`NeoSim` and :class:`BatchingSim` record every completion at the current
+    event's time, and event times never decrease, so nothing after the ``k``-th completion
+    can finish earlier (completions tied with it share its time). The drain after the
+    window is about a third of an offline run."""
     system, cls = _system(setting, variant, cpu)
     model = builtin_catalog().model(SETTINGS[setting].model)
-    assert issubclass(cls, NeoBasePolicy)
-    sim = cls().build(system, model, requests)
+    sim: NeoSim | BatchingSim = cls().build(system, model, requests)
     complete = sim.complete
 
     def counted(rid: int, t: float, unit: int) -> None:

@@ -212,8 +212,12 @@ class NeoScheduler:
             t_pref += tab.prefill_attn(p)
             sch.admission_blocked = False
 
-        n_g_att = 0
-        for r in gpu_dec:
+        # Σ (c + 1) over gpu_dec: the GPU runqueue's running sum less the swap-out victims
+        # (its tail) plus the swapped-in requests.
+        n_g_att = sim.gpu_ctx + keep
+        for r in gpu_q[keep:]:
+            n_g_att -= ctx[r]
+        for r in sch.swap_in:
             n_g_att += ctx[r] + 1
         t_ga0 = t_pref + tab.gpu_decode_attn(n_g_att)
         s0 = pref_tokens + n_gdec
@@ -295,7 +299,7 @@ class NeoScheduler:
                     # Costs grow with length: when the shortest request still to come fits
                     # neither sub-batch, no later request does.
                     if shortest is None:
-                        shortest = list(accumulate(reversed([ctx[q] for q in cpu_order]), min))
+                        shortest = list(accumulate(map(ctx.__getitem__, reversed(cpu_order)), min))
                         shortest.reverse()
                     if pos + 1 >= len(cpu_order):
                         break

@@ -94,6 +94,9 @@ class NeoSim(Simulator):
         self.where = [WAITING] * n
         self.gpu_blocks = 0
         self.cpu_blocks = 0
+        # Σ ctx over the GPU-resident requests (the scheduler's GPU attention width), kept
+        # up to date the same way so a plan need not sum the GPU runqueue.
+        self.gpu_ctx = 0
         self._run_state: _Run | None = None
         self._skip_checks = 0
         self._backoff = 0
@@ -151,16 +154,19 @@ class NeoSim(Simulator):
         ctx = self.ctx
         where = self.where
         dg = dc = 0
+        n_gpu = 0
         for r in rs:
             c = ctx[r]
             d = (c + k + bs) // bs - (c + bs) // bs
             ctx[r] = c + k
             if where[r] == ON_GPU:
                 dg += d
+                n_gpu += 1
             elif where[r] == ON_CPU:
                 dc += d
         self.gpu_blocks += dg
         self.cpu_blocks += dc
+        self.gpu_ctx += n_gpu * k
 
     # -- events --------------------------------------------------------------------------
 
@@ -267,6 +273,7 @@ class NeoSim(Simulator):
                 self.waitq.appendleft(r)
             self.gpu_blocks = self._blocks_of(self.gpu_q)
             self.cpu_blocks = self._blocks_of(self.cpu_q)
+            self.gpu_ctx = sum(self.ctx[r] for r in self.gpu_q)
             st["recomputes"] += len(sch.recompute)
         if sch.swap_out:
             n_out = len(sch.swap_out)
@@ -275,6 +282,7 @@ class NeoSim(Simulator):
             b = self._blocks_of(sch.swap_out)
             self.gpu_blocks -= b
             self.cpu_blocks += b
+            self.gpu_ctx -= sum(self.ctx[r] for r in sch.swap_out)
             for r in sch.swap_out:
                 where[r] = ON_CPU
             st["swap_outs"] += n_out
@@ -285,6 +293,7 @@ class NeoSim(Simulator):
             b = self._blocks_of(sch.swap_in)
             self.gpu_blocks += b
             self.cpu_blocks -= b
+            self.gpu_ctx += sum(self.ctx[r] for r in sch.swap_in)
             for r in sch.swap_in:
                 where[r] = ON_GPU
             st["swap_ins"] += n_in
@@ -369,6 +378,7 @@ class NeoSim(Simulator):
         if self.audit:
             assert g == self._blocks_of(self.gpu_q), "GPU block count drifted"
             assert cpu == self._blocks_of(self.cpu_q), "CPU block count drifted"
+            assert self.gpu_ctx == sum(self.ctx[r] for r in self.gpu_q), "GPU context drifted"
         if k:
             self._advance(decodes, -k)
         g += sum(-(-plen[r] // bs) for r in sch.prefill_gpu)
@@ -410,6 +420,7 @@ class NeoSim(Simulator):
                 b = (ctx[r] + bs) // bs
                 if where[r] == ON_GPU:
                     self.gpu_blocks -= b
+                    self.gpu_ctx -= ctx[r]
                 else:
                     self.cpu_blocks -= b
                 where[r] = WAITING
@@ -444,6 +455,8 @@ class NeoSim(Simulator):
                 queue.append(r)
                 where[r] = place
                 blocks += (ctx[r] + bs) // bs
+                if place == ON_GPU:
+                    self.gpu_ctx += ctx[r]
         return blocks
 
     def run(self) -> SimOutput:
