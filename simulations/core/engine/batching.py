@@ -41,6 +41,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -48,6 +49,26 @@ from simulations.core.errors import CapacityError
 
 from .core import DECODE, IDLE, PREFILL, ProgressFn, SimOutput, Simulator, Unit
 from .requests import RequestSet
+
+
+def book_decode_run(
+    unit: Unit, plan: tuple[float, int, int, int, float, float], k: int, running: Iterable[int]
+) -> None:
+    """Book ``k`` steps of a planned decode run ``plan`` = (start, batch, first step, planned
+    steps, seconds, joules) on ``unit``: its busy interval and energy (re-costed when the run
+    stops early at a boundary), generated tokens and collective seconds; a lone sequence
+    labels the interval with its id (``running``: the unit's running sequences). The unit's
+    version moves on, so events planned on the old run are stale. Shared by every scheduler
+    that fast-forwards decode runs on a decode curve."""
+    t0, b, k0, n, dur, joules = plan
+    if k != n:
+        dur, joules = unit.curve.run_cost(b, k0, k)
+    label = next(iter(running)) if b == 1 else -1
+    unit.occupy(t0, t0 + dur, joules, DECODE, label, b)
+    unit.decode_tokens += b * k
+    if unit.group_size > 1:
+        unit.comm_s += k * unit.dm.collective_decode_s(unit.model, b)
+    unit.version += 1
 
 
 class BatchingSim(Simulator):
@@ -359,20 +380,11 @@ class BatchingSim(Simulator):
 
     def _advance(self, u: int, k: int) -> None:
         """Account ``k`` steps of ``u``'s planned run (all of it or up to a boundary)."""
-        unit = self.units[u]
         plan = self.run_plan[u]
         assert plan is not None
-        t0, b, k0, n, dur, joules = plan
-        if k != n:
-            dur, joules = unit.curve.run_cost(b, k0, k)
-        label = next(iter(self.running[u])) if b == 1 else -1
-        unit.occupy(t0, t0 + dur, joules, DECODE, label, b)
-        unit.decode_tokens += b * k
-        if unit.group_size > 1:
-            unit.comm_s += k * unit.dm.collective_decode_s(unit.model, b)
+        book_decode_run(self.units[u], plan, k, self.running[u])
         self.S[u] += k
         self.run_plan[u] = None
-        unit.version += 1
 
     def _run_end(self, u: int, version: int) -> None:
         unit = self.units[u]

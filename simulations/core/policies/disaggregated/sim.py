@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from simulations.core.engine.batching import book_decode_run
 from simulations.core.engine.core import (
     DECODE,
     IDLE,
@@ -357,17 +358,9 @@ class DisaggSim(Simulator):
         unit = self.units[di]
         plan = self.run_plan[di]
         assert plan is not None
-        t0, b, k0, n, dur, joules = plan
-        if k != n:
-            dur, joules = unit.curve.run_cost(b, k0, k)
-        label = next(iter(self.running[di])) if b == 1 else -1
-        unit.occupy(t0, t0 + dur, joules, DECODE, label, b)
-        unit.decode_tokens += b * k
-        if unit.group_size > 1:
-            unit.comm_s += k * unit.dm.collective_decode_s(unit.model, b)
+        book_decode_run(unit, plan, k, self.running[di])
         self.S[di] += k
         self.run_plan[di] = None
-        unit.version += 1
         # Sequences whose last token this step wrote are done.
         fin = self.fin[di]
         run = self.running[di]
