@@ -137,6 +137,8 @@ class DisaggSim(Simulator):
         self.rules = scheduling
         self.shared = scheduling.shared_prefill_queue
         self.fcfs = scheduling.decode_dispatch == "fcfs"
+        self.move = move_fifo if scheduling.fifo_kv_links else move
+        self.host_first_token = scheduling.host_first_token
         self.audit = audit
         #: With ``audit``: after every scheduling pass of the shared queue, (time, decode
         #: units with a free slot, waiting hand-overs, waiting prefills, whether the waiting
@@ -202,7 +204,8 @@ class DisaggSim(Simulator):
         self.streamed = 0  # hand-overs reserved at their prefill's start
         self.dispatched = 0  # hand-overs sent from the queue after their prefill
         self.fallback_decoded = 0
-        self.exposed_stream: list[float] = []  # per streamed request: decode start − prefill end
+        #: Shared queue: per streamed request, decode start − prefill end.
+        self.exposed_stream: list[float] = []
 
     # -- capacity ------------------------------------------------------------------------
 
@@ -347,8 +350,9 @@ class DisaggSim(Simulator):
         if unit.group_size > 1:
             unit.comm_s += unit.dm.collective_prefill_s(unit.model, lens)
         self.mode[u] = PREFILL
-        self.check_at[u] = None
-        unit.version += 1  # a claimed fallback boundary is stale
+        if self.shared:
+            self.check_at[u] = None
+            unit.version += 1  # a claimed fallback boundary is stale
         per_layer = cost.seconds / self.layers
         # Hand-overs keep their order: none is reserved ahead of an older one that waits
         # (in the queue, or earlier in this batch).
@@ -407,17 +411,15 @@ class DisaggSim(Simulator):
         """Move ``rid``'s KV from ``p`` to ``d`` from ``start`` (layer-wise behind a prefill
         of ``per_layer`` seconds a layer ending at ``end``, or 0 for a finished one that
         ended at ``end``)."""
-        streamed = math.isnan(self.prefill_end[rid])
         layer_bytes = self.prompt[rid] * self.wire_per_token[d.index] / self.layers
-        mover = move_fifo if self.rules.fifo_kv_links else move
-        first, last = mover(self.path(p, d), start, per_layer, layer_bytes, self.layers, rid)
+        first, last = self.move(self.path(p, d), start, per_layer, layer_bytes, self.layers, rid)
         self.transfer_s[rid] = max(0.0, last - first)
         ready = max(last, end)
-        if self.rules.host_first_token:
+        if self.host_first_token:
             # the prefill's logits go to the host, which samples; the token goes on
             token = end + p.link_out.seconds(self.logit_bytes)
             ready = max(ready, token + d.link_in.seconds(TOKEN_BYTES))
-        if streamed:
+        if self.shared and math.isnan(self.prefill_end[rid]):  # streamed behind its prefill
             self.exposed_stream.append(ready - end)
         self.at(ready, self._kv_arrived, rid)
 
