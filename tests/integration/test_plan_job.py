@@ -1,4 +1,4 @@
-"""The capacity-search job on real Celery worker processes (issue 10): the screen, rounds
+"""The capacity-search job on real Celery worker processes: the screen, rounds
 fanned out as groups of chunk tasks, the decide stage and the load sensitivity, and
 exactly-once recording when a worker child is killed mid-plan.
 
