@@ -55,17 +55,15 @@ def _requests(rate: float, seed: int = 3) -> RequestSet:
 
 
 def _same(a: SimOutput, b: SimOutput) -> None:
-    for x, y in ((a.first_token_s, b.first_token_s), (a.finish_s, b.finish_s)):
-        assert (np.abs(x - y) / np.abs(y)).max() < 1e-9
+    """Every time, placement, event count and device figure equal: the same scheduler
+    with the same rules on the same cost models."""
+    assert a.events == b.events
+    assert np.array_equal(a.first_token_s, b.first_token_s)
+    assert np.array_equal(a.finish_s, b.finish_s)
     assert np.array_equal(a.finished_on, b.finished_on)
     for ua, ub in zip(a.units, b.units, strict=True):
-        assert (ua.device, ua.decode_tokens, ua.prefill_tokens) == (
-            ub.device,
-            ub.decode_tokens,
-            ub.prefill_tokens,
-        )
-        assert ua.busy_j == pytest.approx(ub.busy_j, rel=1e-9)
-        assert ua.mem_peak_bytes == pytest.approx(ub.mem_peak_bytes, rel=1e-12)
+        fields = ("device", "busy_s", "busy_j", "decode_tokens", "prefill_tokens", "mem_peak_bytes")
+        assert [getattr(ua, f) for f in fields] == [getattr(ub, f) for f in fields]
 
 
 @pytest.mark.parametrize(
@@ -92,6 +90,7 @@ def test_the_disaggregated_policy_with_glitches_rules_serves_as_glitches_does(
         "decodes_streamed_to_fpga",
         "decodes_dispatched_to_fpga",
         "decodes_on_gpu",
+        "mean_exposed_kv_transfer_ms",
     )
     assert [g.extra[k] for k in counters] == [d.extra[k] for k in counters]
     # the scenario exercises the paper's rules: hand-overs that waited for an FPGA, and
