@@ -151,6 +151,8 @@ class PolicyTraits:
     host_roles: frozenset[str]
     #: Whether the system must fit in one node (``max_devices_per_node`` bounds it whole).
     single_node: bool
+    #: Roles whose count equals another role's (role → the role it follows): no device slot.
+    paired_roles: tuple[tuple[str, str], ...] = ()
 
 
 def policy_traits(policy: str) -> PolicyTraits:
@@ -162,6 +164,7 @@ def policy_traits(policy: str) -> PolicyTraits:
         tensor_parallel_role=cls.tensor_parallel_role,
         host_roles=frozenset(cls.host_roles),
         single_node=bool(cls.single_node),
+        paired_roles=tuple(sorted(cls.paired_roles.items())),
     )
 
 
@@ -235,8 +238,8 @@ class Constraints:
     single-node (:attr:`PolicyTraits.single_node`: ``glitches`` streams KV caches GPU →
     host → FPGA; ``neo``, ``gpu-only`` and ``fastdecode+`` are one tensor-parallel GPU
     group with its host CPU; ``h2m2`` is one board) must fit in one node, since the engine
-    models a single host. A host role (:attr:`PolicyTraits.host_roles`) takes no device
-    slot.
+    models a single host. A host role (:attr:`PolicyTraits.host_roles`) or a paired role
+    (:attr:`PolicyTraits.paired_roles`: one host CPU beside each GPU) takes no device slot.
     """
 
     max_capex_usd: float | None = None
@@ -611,7 +614,11 @@ def _memory_variants(
 
 
 def _policy_entries(
-    errs: Errors, value: Any, devices: Sequence[DeviceChoice], by_slug: Mapping[str, list[int]]
+    errs: Errors,
+    value: Any,
+    devices: Sequence[DeviceChoice],
+    by_slug: Mapping[str, list[int]],
+    model: ModelSpec | None = None,
 ) -> list[PolicyChoice]:
     path = "space.policies"
     entries = read_list(errs, path, value, minimum=1, maximum=MAX_POLICY_ENTRIES)
@@ -636,6 +643,10 @@ def _policy_entries(
                 f"policy {name!r} cannot be searched: {cls.unscreened_why} "
                 f"(searchable: {', '.join(screened_policies())})",
             )
+            continue
+        why_not = cls.plan_model_error(model) if model is not None else None
+        if why_not is not None:
+            errs.add(key_path(p, "policy"), f"policy {name!r} cannot serve this model: {why_not}")
             continue
         before = len(errs.by_path)
         declared = {o.name: o for o in cls.options}
@@ -667,6 +678,10 @@ def _policy_entries(
                     errs.add(getattr(exc, "field", f"{op}[{j}]"), getattr(exc, "message", str(exc)))
             uniq = tuple(dict.fromkeys(checked))
             refused = [(j, cls.unsearchable_option(str(key), v)) for j, v in enumerate(uniq)]
+            if model is not None:
+                refused += [
+                    (j, cls.plan_option_error(model, str(key), v)) for j, v in enumerate(uniq)
+                ]
             refused = [(j, why) for j, why in refused if why is not None]
             if refused:
                 errs.add(f"{op}[{refused[0][0]}]", str(refused[0][1]))
@@ -721,6 +736,8 @@ def count_configurations(devices: Sequence[DeviceChoice], policies: Sequence[Pol
             ]
             ranges = [count_range(pol.policy, role.name, d) for d in eligible]
             n = sum(hi - lo + 1 for lo, hi in ranges)
+            if role.name in cls.paired_roles:
+                n = len(eligible)  # the count follows the leader's: one per entry at most
             empty = role_may_be_empty(pol.policy, role, len(eligible))
             all_may_be_empty = all_may_be_empty and empty
             per_roles *= n + (1 if empty else 0)
@@ -772,7 +789,7 @@ def parse_plan(
         if obj is not None:
             reject_unknown_keys(errs, "space", obj, _SPACE_KEYS)
             devices, by_slug = _device_entries(errs, obj.get("devices"), catalog)
-            policies = _policy_entries(errs, obj.get("policies"), devices, by_slug)
+            policies = _policy_entries(errs, obj.get("policies"), devices, by_slug, model)
     constraints = _constraints(errs, doc.get("constraints"))
     search = _search(errs, doc.get("search"))
     costs = parse_costs(errs, "costs", doc.get("costs"), catalog.devices, catalog.cloud_offers)
