@@ -39,6 +39,15 @@ HOST_ROLE = RoleSpec(
 COLD_TIERS = ("host", "lpddr", "lpddr-only")
 
 
+#: How a recommendation's reasons say where the per-layer rule ran the offloaded experts.
+_WHERE = {
+    "cpu": "computed by the host CPU",
+    "lpddr": "computed by the LPDDR chip",
+    "stream": "streamed to the GPU",
+    "none": "not touched",
+}
+
+
 @register
 class MoeOffloadPolicy(EnginePolicy):
     """Expert offloading: each GPU keeps attention, the KV cache, the
@@ -371,13 +380,13 @@ class MoeOffloadPolicy(EnginePolicy):
         cold_gb = block["lpddr_weights_gb" if tiered else "host_weights_gb"]
         dec, pre = block["decode_max_batch"], block["prefill"]
         return [
-            f"Expert offloading ({block['offload_mode']}): {hot} routed experts per MoE "
-            f"layer on the {near} ({hot_gb:.1f} GB of weights), {cold} on the {far} "
+            f"Expert offloading (offload_mode {block['offload_mode']}): {hot} routed experts "
+            f"per MoE layer on the {near} ({hot_gb:.1f} GB of weights), {cold} on the {far} "
             f"({cold_gb:.1f} GB).{phase}",
-            f"The offloaded experts run on the {dec['runs_on']} for a decode step of "
-            f"{dec['tokens']} sequences ({dec['layer_ms']:.2f} ms per MoE layer) and on the "
-            f"{pre['runs_on']} for a {pre['tokens']}-token prefill ({pre['layer_ms']:.2f} ms "
-            "per MoE layer).",
+            f"The offloaded experts are {_WHERE[dec['runs_on']]} for a decode step of "
+            f"{dec['tokens']} sequences ({dec['layer_ms']:.2f} ms per MoE layer) and "
+            f"{_WHERE[pre['runs_on']]} for a {pre['tokens']}-token prefill "
+            f"({pre['layer_ms']:.2f} ms per MoE layer).",
         ]
 
     # --- running --------------------------------------------------------------------------
