@@ -42,8 +42,9 @@ NEO_SEEDS = range(16)
 H2M2_SEEDS = (*range(10), 17, 32)
 TP_SEEDS = range(10)
 DISAGG_SEEDS = range(8)
-# 16, 17, 19 and 20: H2M2 boards with the cold experts in LPDDR, next to GPUs with hosts.
-OFFLOAD_SEEDS = (*range(10), 16, 17, 19, 20)
+# 16, 17, 19 and 20: H2M2 boards with the cold experts in LPDDR, next to GPUs with hosts;
+# 18 and 21: the offloaded experts' decode work rules configurations out.
+OFFLOAD_SEEDS = (*range(10), 16, 17, 18, 19, 20, 21)
 CASES = (
     [("space", s) for s in SEEDS]
     + [("neo", s) for s in NEO_SEEDS]

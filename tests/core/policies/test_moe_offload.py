@@ -111,3 +111,18 @@ def test_it_refuses_a_dense_model_and_a_missing_host() -> None:
         parse_scenario(doc, CAT)
     with pytest.raises(SpecError, match="gpu_experts"):
         resident_model(QWEN, 129)
+
+
+@pytest.mark.parametrize("mode", ["auto", "cpu", "stream"])
+@pytest.mark.parametrize("zipf", [0.0, 1.2])
+def test_a_sequences_share_of_the_offloaded_experts_never_falls_as_the_batch_shrinks(
+    mode: str, zipf: float
+) -> None:
+    # What the planner's decode work floor charges a sequence: f(max_batch) / max_batch of
+    # each step's offloaded experts, which must not exceed its share in any smaller batch.
+    u = _unit(mode, resident=40)
+    model = QWEN.with_routing_zipf(zipf)
+    share = [u.layer_offload(model, b)[0] / b for b in range(1, 257)]
+    assert all(later <= earlier * (1 + 1e-12) for earlier, later in zip(share, share[1:]))
+    # and it is a real floor, not zero: the host still holds experts at every batch
+    assert share[-1] > 0

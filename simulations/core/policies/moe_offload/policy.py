@@ -4,6 +4,7 @@ the cold experts in host memory (see :mod:`.offload` for the cost of each GPU)."
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from simulations.core.devices import build_device_model
@@ -338,12 +339,25 @@ class MoeOffloadPolicy(EnginePolicy):
         ``gpu`` role). The per-request floors hold because the offloaded experts' time of a
         pass only grows with its tokens (both ways of running them, and so the faster, are
         monotone in the routed copies and the distinct experts touched). The batched work
-        floor is the GPU's compute for prefill and none for decode (the offloading models
-        state no stream floor): weak but sound. Hosts draw no power of their own in the
-        engine (their compute is charged into the GPU's energy): count column 1 has none."""
+        floor is the GPU's compute for prefill and, for decode on a GPU with a host, each
+        step's offloaded experts at ``max_batch`` shared by the batch (see the comment);
+        a board's decode has none (its chips state no rate): weak there, but sound. Hosts
+        draw no power of their own in the engine (their compute is charged into the GPU's
+        energy): count column 1 has none."""
         key = ("offload", sig.roles, sig.options)
         t = ctx.table_of(key, lambda: fitted)
-        b = ctx.whole_requests(t, int(options["max_batch"]), key, cmax)
+        max_batch = int(options["max_batch"])
+        dm = fitted.dm
+        if isinstance(dm, OffloadedGpu) and max_batch > 1:
+            # A decode step of B sequences waits for its offloaded experts, f(B) per MoE
+            # layer. Every term of f (routed copies, linear in B; distinct experts touched,
+            # concave and 0 at B = 0; a link latency) has f(B) / B non-increasing, and so
+            # do their max, sum and min: a sequence's share of a step is at least
+            # f(max_batch) / max_batch, charged like a weight stream shared by the batch.
+            model = ctx.model.with_routing_zipf(float(options["moe_routing_zipf"]))
+            seconds, _host_s, _where = dm.layer_offload(model, max_batch)
+            t = replace(t, weights_s=t.weights_s + model.moe_layers * seconds)
+        b = ctx.whole_requests(t, max_batch, key, cmax)
         if b is not None:
             b.power_w = (*b.power_w, *(0.0,) * (len(sig.roles) - 1))
         return b
