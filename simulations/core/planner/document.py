@@ -184,6 +184,33 @@ def role_may_be_empty(policy: str, role: RoleSpec, eligible: int) -> bool:
     return not (is_host_role(policy, role.name) and eligible > 0)
 
 
+def role_option_sets(
+    policy: str, options: Sequence[tuple[str, Sequence[Any]]]
+) -> list[dict[str, Any]]:
+    """Every combination of the values a policy entry lists for the policy's
+    :attr:`~simulations.core.policies.base.Policy.role_options` (the declared default where
+    it lists none): one per layout of roles its systems may have."""
+    cls = get_policy(policy)
+    declared = {o.name: o.default for o in cls.options}
+    listed = dict(options)
+    names = [n for n in cls.role_options if n in declared]
+    values = [tuple(listed.get(n, (declared[n],))) for n in names]
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+def plan_roles(policy: str, options: Mapping[str, Any]) -> tuple[RoleSpec, ...]:
+    """The roles the planner fills for a system of ``policy`` with ``options`` (an option
+    set of a policy entry; the role options it does not list take their defaults)."""
+    cls = get_policy(policy)
+    declared = {o.name: o.default for o in cls.options}
+    chosen = {n: options.get(n, declared.get(n)) for n in cls.role_options}
+    return cls.plan_roles(chosen)
+
+
+def _layout_text(layout: Mapping[str, Any]) -> str:
+    return f" with {', '.join(f'{k} {v}' for k, v in layout.items())}" if layout else ""
+
+
 def count_range(policy: str, role: str, choice: DeviceChoice) -> tuple[int, int]:
     """The counts ``choice`` takes in ``role`` of ``policy``: its ``[min_count, max_count]``,
     or exactly 1 for a host role."""
@@ -703,17 +730,20 @@ def _policy_entries(
                 allowed.extend(k for k in idx if k not in allowed)
         if len(errs.by_path) != before:
             continue
-        for role in cls.roles:
-            eligible = [
-                k for k in allowed if not role.kinds or devices[k].device.kind in role.kinds
-            ]
-            if role.required and not eligible:
-                kinds = ", ".join(role.kinds) or "any"
-                errs.add(
-                    key_path(p, "devices") if obj.get("devices") is not None else "space.devices",
-                    f"policy {name!r} needs a device for its role {role.name!r} "
-                    f"({kinds}); none of the listed devices can play it",
-                )
+        for layout in role_option_sets(name, options):
+            for role in cls.plan_roles(layout):
+                eligible = [
+                    k for k in allowed if not role.kinds or devices[k].device.kind in role.kinds
+                ]
+                if role.required and not eligible:
+                    kinds = ", ".join(role.kinds) or "any"
+                    errs.add(
+                        key_path(p, "devices")
+                        if obj.get("devices") is not None
+                        else "space.devices",
+                        f"policy {name!r}{_layout_text(layout)} needs a device for its role "
+                        f"{role.name!r} ({kinds}); none of the listed devices can play it",
+                    )
         out.append(PolicyChoice(len(out), name, tuple(sorted(options)), tuple(sorted(allowed))))
     return out
 
@@ -726,24 +756,28 @@ def count_configurations(devices: Sequence[DeviceChoice], policies: Sequence[Pol
     for pol in policies:
         cls = get_policy(pol.policy)
         n_opts = math.prod(len(v) for _, v in pol.options)
-        per_roles = 1
-        all_may_be_empty = True
-        for role in cls.roles:
-            eligible = [
-                devices[k]
-                for k in pol.devices
-                if not role.kinds or devices[k].device.kind in role.kinds
-            ]
-            ranges = [count_range(pol.policy, role.name, d) for d in eligible]
-            n = sum(hi - lo + 1 for lo, hi in ranges)
-            if role.name in cls.paired_roles:
-                n = len(eligible)  # the count follows the leader's: one per entry at most
-            empty = role_may_be_empty(pol.policy, role, len(eligible))
-            all_may_be_empty = all_may_be_empty and empty
-            per_roles *= n + (1 if empty else 0)
-        if all_may_be_empty:
-            per_roles -= 1  # the assignment with no device at all
-        total += n_opts * max(per_roles, 0)
+        layouts = role_option_sets(pol.policy, pol.options)
+        # the option sets are every layout's with each combination of the other options
+        per_layout = n_opts // len(layouts)
+        for layout in layouts:
+            per_roles = 1
+            all_may_be_empty = True
+            for role in cls.plan_roles(layout):
+                eligible = [
+                    devices[k]
+                    for k in pol.devices
+                    if not role.kinds or devices[k].device.kind in role.kinds
+                ]
+                ranges = [count_range(pol.policy, role.name, d) for d in eligible]
+                n = sum(hi - lo + 1 for lo, hi in ranges)
+                if role.name in cls.paired_roles:
+                    n = len(eligible)  # the count follows the leader's: one per entry at most
+                empty = role_may_be_empty(pol.policy, role, len(eligible))
+                all_may_be_empty = all_may_be_empty and empty
+                per_roles *= n + (1 if empty else 0)
+            if all_may_be_empty:
+                per_roles -= 1  # the assignment with no device at all
+            total += per_layout * max(per_roles, 0)
     return total
 
 
@@ -839,7 +873,9 @@ __all__ = [
     "count_range",
     "is_host_role",
     "parse_plan",
+    "plan_roles",
     "policy_traits",
     "role_may_be_empty",
+    "role_option_sets",
     "trace_names",
 ]

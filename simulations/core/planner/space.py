@@ -24,12 +24,14 @@ from typing import Any
 import numpy as np
 
 from simulations.core.policies import get_policy
+from simulations.core.policies.base import RoleSpec
 from simulations.core.scenario import MAX_DEVICES_PER_SYSTEM
 from simulations.core.spec import DevicePlacement, SystemSpec
 
 from .document import (
     PlanSpec,
     count_range,
+    plan_roles,
     policy_traits,
     role_may_be_empty,
 )
@@ -218,22 +220,27 @@ def config_from_dict(d: dict[str, Any], plan: PlanSpec) -> Config:
 def signatures(plan: PlanSpec) -> Iterator[Signature]:
     """Every signature of the plan's space, in a deterministic order."""
     for pol in plan.policies:
-        cls = get_policy(pol.policy)
-        per_role: list[list[int | None]] = []
-        for role in cls.roles:
-            eligible: list[int | None] = [
-                k
-                for k in pol.devices
-                if not role.kinds or plan.devices[k].device.kind in role.kinds
-            ]
-            if role_may_be_empty(pol.policy, role, len(eligible)):
-                eligible = [None, *eligible]
-            per_role.append(eligible)
+        layouts: dict[tuple[RoleSpec, ...], list[list[int | None]]] = {}
         for opts in pol.option_sets():
+            # the roles this option set's systems fill (its policy's plan_roles)
+            roles_of = plan_roles(pol.policy, dict(opts))
+            per_role = layouts.get(roles_of)
+            if per_role is None:
+                per_role = []
+                for role in roles_of:
+                    eligible: list[int | None] = [
+                        k
+                        for k in pol.devices
+                        if not role.kinds or plan.devices[k].device.kind in role.kinds
+                    ]
+                    if role_may_be_empty(pol.policy, role, len(eligible)):
+                        eligible = [None, *eligible]
+                    per_role.append(eligible)
+                layouts[roles_of] = per_role
             for combo in product(*per_role):
                 roles = tuple(
                     (role.name, entry)
-                    for role, entry in zip(cls.roles, combo, strict=True)
+                    for role, entry in zip(roles_of, combo, strict=True)
                     if entry is not None
                 )
                 if roles:

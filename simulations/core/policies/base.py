@@ -204,6 +204,18 @@ class Policy(ABC):
         that models other hardware than the devices the plan prices."""
         return None
 
+    #: Options that decide which of the roles a system fills and which device kinds play
+    #: them (:meth:`plan_roles`); empty: every system has the declared :attr:`roles`.
+    role_options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def plan_roles(cls, options: Mapping[str, Any]) -> tuple[RoleSpec, ...]:
+        """The roles a system with ``options`` (the :attr:`role_options`, defaults filled
+        in) has, in the declared order: what the capacity planner fills with devices. A
+        role left out is never filled; one marked required is never left empty. The
+        default: the declared :attr:`roles`."""
+        return cls.roles
+
     @classmethod
     def plan_model_error(cls, model: ModelSpec) -> str | None:
         """Why a plan for ``model`` cannot search this policy at all (None: it can); e.g. a

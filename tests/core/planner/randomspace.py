@@ -325,8 +325,8 @@ def random_moe_offload_plan(seed: int) -> dict[str, Any]:
     """A plan document over expert offloading (``moe-offload``): GPUs with one host CPU each
     (GPU and host entries, counts and the offload split — routed experts kept on the GPU —
     searched, the per-layer rule or a forced host CPU / stream, routing skew), in some plans
-    the same split on H2M2 boards (``cold_tier`` lpddr) and homogeneous GPUs holding every
-    expert, for Qwen3-30B-A3B or Mixtral-8x7B with random lengths, loads and targets."""
+    the same split on H2M2 boards (``cold_tier`` lpddr, in its own entry or beside the host
+    tier in one) and homogeneous GPUs holding every expert, for Qwen3-30B-A3B or Mixtral-8x7B with random lengths, loads and targets."""
     rng = np.random.default_rng(40_000 + seed)
     model = str(rng.choice(sorted(OFFLOAD_SPLITS)))
     gi = rng.choice(len(OFFLOAD_GPUS), size=int(rng.integers(1, 3)), replace=False)
@@ -372,6 +372,10 @@ def random_moe_offload_plan(seed: int) -> dict[str, Any]:
                 },
             }
         )
+        if rng.random() < 0.4:
+            # one entry over both tiers: GPUs with hosts and boards alone
+            options["cold_tier"] = ["host", "lpddr"]
+            policies[0]["devices"].append("h2m2")
         policies.append(
             {
                 "policy": "moe-offload",

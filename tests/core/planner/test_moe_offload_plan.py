@@ -113,3 +113,27 @@ def test_the_example_recommends_offloading_and_says_which_phase_binds_and_the_sp
     sens = report["sensitivity"]
     assert sens["breaks_at_load_factor"] > 1
     assert sens["next_recommendation"]["key"].startswith("homogeneous:2xl40s")
+
+
+def test_each_cold_tier_fills_only_the_roles_its_systems_have() -> None:
+    doc = _doc(cold_tier=["host", "lpddr"], offload_mode=["auto"])
+    doc["space"]["devices"].append(
+        {"device": "h2m2", "max_count": 1, "runtime": "h2m2-int8", "price_usd": 10000}
+    )
+    plan = parse(doc)
+    layouts = set()
+    for group in enumerate_space(plan).groups:
+        tier = dict(group.signature.options)["cold_tier"]
+        labels = tuple((r, plan.devices[e].device.slug) for r, e in group.signature.roles)
+        layouts.add((tier, labels))
+    # GPUs never go without a host nor boards with one; no GPU under the board's tier
+    assert layouts == {
+        ("host", (("gpu", "l40s"), ("host", "epyc-9575f"))),
+        ("lpddr", (("gpu", "h2m2"),)),
+    }
+
+
+def test_a_cold_tier_without_a_device_for_its_roles_is_refused_naming_the_devices() -> None:
+    doc = _doc(cold_tier=["lpddr"])
+    errs = _errors(doc)
+    assert "with cold_tier lpddr needs a device for its role 'gpu'" in errs["space.devices"][0]

@@ -42,9 +42,9 @@ NEO_SEEDS = range(16)
 H2M2_SEEDS = (*range(10), 17, 32)
 TP_SEEDS = range(10)
 DISAGG_SEEDS = range(8)
-# 16, 17, 19 and 20: H2M2 boards with the cold experts in LPDDR, next to GPUs with hosts;
-# 18 and 21: the offloaded experts' decode work rules configurations out.
-OFFLOAD_SEEDS = (*range(10), 16, 17, 18, 19, 20, 21)
+# 1 and 39: one entry over both cold tiers; 14, 20, 23 and 40: H2M2 boards in an entry of
+# their own; 6, 18 and 21: the offloaded experts' decode work rules configurations out.
+OFFLOAD_SEEDS = (*range(10), 14, 16, 18, 20, 21, 23, 39, 40)
 CASES = (
     [("space", s) for s in SEEDS]
     + [("neo", s) for s in NEO_SEEDS]

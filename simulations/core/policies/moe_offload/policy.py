@@ -296,6 +296,19 @@ class MoeOffloadPolicy(EnginePolicy):
     #: One host CPU beside every GPU (``cold_tier`` host): the planner pairs their counts.
     paired_roles: ClassVar[Mapping[str, str]] = {HOST_ROLE.name: GPU_ROLE.name}
 
+    role_options: ClassVar[tuple[str, ...]] = ("cold_tier",)
+
+    @classmethod
+    def plan_roles(cls, options: Mapping[str, Any]) -> tuple[RoleSpec, ...]:
+        """``cold_tier`` host: GPUs, each with a host CPU (required); lpddr / lpddr-only:
+        HBM+LPDDR boards alone (no host role)."""
+        if options["cold_tier"] == "host":
+            return (
+                replace(GPU_ROLE, kinds=("gpu",)),
+                replace(HOST_ROLE, required=True),
+            )
+        return (replace(GPU_ROLE, kinds=("memory-accel",)),)
+
     @classmethod
     def plan_model_error(cls, model: ModelSpec) -> str | None:
         """Offloading places routed experts: a dense model has none."""
