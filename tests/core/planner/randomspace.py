@@ -326,7 +326,8 @@ def random_moe_offload_plan(seed: int) -> dict[str, Any]:
     (GPU and host entries, counts and the offload split — routed experts kept on the GPU —
     searched, the per-layer rule or a forced host CPU / stream, routing skew), in some plans
     the same split on H2M2 boards (``cold_tier`` lpddr, in its own entry or beside the host
-    tier in one) and homogeneous GPUs holding every expert, for Qwen3-30B-A3B or Mixtral-8x7B with random lengths, loads and targets."""
+    tier in one) and homogeneous GPUs holding every expert, for Qwen3-30B-A3B or Mixtral-8x7B
+    with random lengths, loads and targets."""
     rng = np.random.default_rng(40_000 + seed)
     model = str(rng.choice(sorted(OFFLOAD_SPLITS)))
     gi = rng.choice(len(OFFLOAD_GPUS), size=int(rng.integers(1, 3)), replace=False)

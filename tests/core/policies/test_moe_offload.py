@@ -4,6 +4,7 @@ streamed over PCIe by the per-layer rule (issue 21, item 4)."""
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 import pytest
@@ -123,6 +124,6 @@ def test_a_sequences_share_of_the_offloaded_experts_never_falls_as_the_batch_shr
     u = _unit(mode, resident=40)
     model = QWEN.with_routing_zipf(zipf)
     share = [u.layer_offload(model, b)[0] / b for b in range(1, 257)]
-    assert all(later <= earlier * (1 + 1e-12) for earlier, later in zip(share, share[1:]))
+    assert all(later <= earlier * (1 + 1e-12) for earlier, later in itertools.pairwise(share))
     # and it is a real floor, not zero: the host still holds experts at every batch
     assert share[-1] > 0
