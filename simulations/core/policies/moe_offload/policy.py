@@ -40,11 +40,12 @@ HOST_ROLE = RoleSpec(
 COLD_TIERS = ("host", "lpddr", "lpddr-only")
 
 
-#: How a recommendation's reasons say where the per-layer rule ran the offloaded experts.
+#: How a recommendation's reasons say where the per-layer rule ran the offloaded experts
+#: (streamed ones run where the hot experts do: the GPU, or a board's HBM chip).
 _WHERE = {
     "cpu": "computed by the host CPU",
     "lpddr": "computed by the LPDDR chip",
-    "stream": "streamed to the GPU",
+    "stream": "streamed to the {near}",
     "none": "not touched",
 }
 
@@ -390,9 +391,10 @@ class MoeOffloadPolicy(EnginePolicy):
             dec = float(devices[0].get("decode_fraction") or 0.0)
             busy = float(devices[0].get("busy_fraction") or 0.0)
             binds = "decode" if dec >= pre else "prefill"
+            unit = "GPU" if block.get("cold_tier", "host") == "host" else "board"
             phase = (
-                f" Each GPU is {busy:.0%} busy ({pre:.0%} prefilling, {dec:.0%} decoding): "
-                f"{binds} binds."
+                f" Each {unit} is {busy:.0%} busy ({pre:.0%} prefilling, {dec:.0%} "
+                f"decoding): {binds} binds."
             )
         if block.get("cold_tier") == "lpddr-only":
             return [
@@ -401,6 +403,7 @@ class MoeOffloadPolicy(EnginePolicy):
             ]
         tiered = block.get("cold_tier") == "lpddr"
         near, far = ("HBM", "LPDDR") if tiered else ("GPU", "host")
+        chip = "HBM chip" if tiered else "GPU"
         hot = block["hbm_experts_per_layer" if tiered else "gpu_experts_per_layer"]
         cold = block["lpddr_experts_per_layer" if tiered else "host_experts_per_layer"]
         hot_gb = block["hbm_weights_gb" if tiered else "gpu_weights_gb"]
@@ -410,9 +413,10 @@ class MoeOffloadPolicy(EnginePolicy):
             f"Expert offloading (offload_mode {block['offload_mode']}): {hot} routed experts "
             f"per MoE layer on the {near} ({hot_gb:.1f} GB of weights), {cold} on the {far} "
             f"({cold_gb:.1f} GB).{phase}",
-            f"The offloaded experts are {_WHERE[dec['runs_on']]} for a decode step of "
-            f"{dec['tokens']} sequences ({dec['layer_ms']:.2f} ms per MoE layer) and "
-            f"{_WHERE[pre['runs_on']]} for a {pre['tokens']}-token prefill "
+            f"The offloaded experts are {_WHERE[dec['runs_on']].format(near=chip)} for a "
+            f"decode step of {dec['tokens']} sequences ({dec['layer_ms']:.2f} ms per MoE "
+            f"layer) and {_WHERE[pre['runs_on']].format(near=chip)} for a "
+            f"{pre['tokens']}-token prefill "
             f"({pre['layer_ms']:.2f} ms per MoE layer).",
         ]
 
