@@ -1,5 +1,5 @@
 """The ``moe-offload`` policy: cold experts in host memory, run on the host CPU or
-streamed over PCIe by the per-layer rule (issue 21, item 4)."""
+streamed over PCIe by the per-layer rule."""
 
 from __future__ import annotations
 
