@@ -435,3 +435,89 @@ def random_moe_offload_plan(seed: int) -> dict[str, Any]:
     if rng.random() < 0.3:
         doc["constraints"] = {"max_devices_per_node": int(rng.integers(1, 4)), "max_nodes": 1}
     return doc
+
+
+#: GPUs with the memory for a mixture of experts, their runtime and link (quoted where the
+#: catalog has no price).
+MOE_GPUS = (
+    ("h100-sxm", None, "vllm-fp16", "nvlink4"),
+    ("h200-sxm", 32000.0, "vllm-fp16", "nvlink4"),
+    ("mi300x", 20000.0, "rocm-vllm-fp16", "infinity-fabric"),
+)
+#: Expert-parallel × tensor-parallel degrees the engine models (ep is 1, tp, or more with tp
+#: 1), as the plan lists them: each option list's product holds only allowed layouts.
+MOE_LAYOUTS = (
+    {"tensor_parallel": [1, 2], "expert_parallel": [1]},
+    {"tensor_parallel": [1], "expert_parallel": [1, 2, 4]},
+    {"tensor_parallel": [1, 2, 4], "expert_parallel": [1]},
+    {"tensor_parallel": [2], "expert_parallel": [1, 2]},
+    {"tensor_parallel": [4], "expert_parallel": [1, 4]},
+    {"tensor_parallel": [1], "expert_parallel": [2, 4]},
+)
+MOE_MODELS = ("qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-20b")
+
+
+def random_moe_plan(seed: int) -> dict[str, Any]:
+    """A plan document over mixture-of-experts serving on homogeneous GPUs with searched
+    expert-parallel and tensor-parallel degrees (an allowed layout family: TP alone, EP
+    alone with data-parallel attention, or EP equal to TP), routing skew on or off in some
+    plans, one or two GPU types with up to 4 of each, for Qwen3-30B-A3B, Mixtral-8x7B or
+    gpt-oss-20b with random lengths, loads and targets."""
+    rng = np.random.default_rng(50_000 + seed)
+    model = str(rng.choice(MOE_MODELS))
+    gi = rng.choice(len(MOE_GPUS), size=int(rng.integers(1, 3)), replace=False)
+    layout = MOE_LAYOUTS[int(rng.integers(len(MOE_LAYOUTS)))]
+    batching = sorted({int(x) for x in rng.choice([1, 16, 64], size=2)})
+    chunked = [bool(rng.random() < 0.3)]
+    zipf = [0.0, 1.0] if rng.random() < 0.4 else [0.0]
+    devices = []
+    policies: list[dict[str, Any]] = []
+    for i in gi:
+        slug, price, runtime, link = MOE_GPUS[i]
+        # at least one replica of the widest layout, so that no plan is empty
+        least = max(max(layout["tensor_parallel"]), max(layout["expert_parallel"]))
+        count = int(rng.integers(least, 5))
+        devices.append(_priced(slug, price, max_count=count, runtime=runtime))
+        policies.append(
+            {
+                "policy": "homogeneous",
+                "options": {
+                    "max_batch": batching,
+                    "chunked_prefill": chunked,
+                    **{k: list(v) for k, v in layout.items()},
+                    "moe_routing_zipf": zipf,
+                    "link": [link],
+                },
+                "devices": [slug],
+            }
+        )
+    n = int(rng.integers(30, 70))
+    arrival: dict[str, Any] = {
+        "kind": "poisson",
+        "rate_per_s": float(np.round(np.exp(rng.uniform(np.log(0.5), np.log(30.0))), 3)),
+    }
+    inp = {"dist": "uniform", "low": 16, "high": int(rng.integers(128, 2048))}
+    out = {"dist": "uniform", "low": 1, "high": int(rng.integers(16, 300))}
+    targets: dict[str, Any] = {}
+    if rng.random() < 0.85:
+        targets["ttft_p90_ms"] = float(np.round(np.exp(rng.uniform(np.log(30), np.log(5000))), 1))
+    if rng.random() < 0.85:
+        targets["tpot_p90_ms"] = float(np.round(np.exp(rng.uniform(np.log(6), np.log(200))), 2))
+    if rng.random() < 0.25:
+        targets["tpot_p99_ms"] = float(np.round(np.exp(rng.uniform(np.log(5), np.log(300))), 2))
+    if rng.random() < 0.25 or not targets:
+        targets["min_throughput_tok_s"] = float(np.round(rng.uniform(20, 800), 1))
+    return {
+        "name": f"random mixture-of-experts plan {seed}",
+        "model": model,
+        "workload": {
+            "requests": n,
+            "input_tokens": inp,
+            "output_tokens": out,
+            "arrival": arrival,
+            "seed": int(seed),
+        },
+        "targets": targets,
+        "space": {"devices": devices, "policies": policies},
+        "search": {"round_size": int(rng.integers(1, 6)), "sensitivity": False},
+    }

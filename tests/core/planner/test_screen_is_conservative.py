@@ -12,7 +12,10 @@ boards with chip counts, HBM/LPDDR capacities priced per GB and mappings;
 pool, P:D counts, KV links, decode batch limits); ``randomspace.random_moe_offload_plan``:
 expert offloading (GPU and host CPU entries with paired counts, the offload split — routed
 experts kept on the GPU — the per-layer rule or a forced way, routing skew; H2M2 boards
-holding the cold experts in LPDDR; homogeneous GPUs holding every expert) — with random
+holding the cold experts in LPDDR; homogeneous GPUs holding every expert);
+``randomspace.random_moe_plan``: mixtures of experts on homogeneous H100, H200 or MI300X
+systems with the expert-parallel and tensor-parallel degrees searched (TP alone, EP alone
+with data-parallel attention, or EP equal to TP), routing skew on or off — with random
 lengths, loads, targets and constraints; every admitted configuration is simulated, with no
 screen and no pruning, and compared with the planner's answer.
 """
@@ -30,6 +33,7 @@ from tests.core.planner.randomspace import (
     random_disaggregated_plan,
     random_h2m2_plan,
     random_moe_offload_plan,
+    random_moe_plan,
     random_neo_plan,
     random_plan,
     random_tp_plan,
@@ -45,6 +49,8 @@ DISAGG_SEEDS = range(8)
 # 1 and 39: one entry over both cold tiers; 14, 20, 23 and 40: H2M2 boards in an entry of
 # their own; 6, 18 and 21: the offloaded experts' decode work rules configurations out.
 OFFLOAD_SEEDS = (*range(10), 14, 16, 18, 20, 21, 23, 39, 40)
+# 18 and 23: routing skew searched with expert_parallel equal to tensor_parallel.
+MOE_SEEDS = (*range(12), 18, 23)
 CASES = (
     [("space", s) for s in SEEDS]
     + [("neo", s) for s in NEO_SEEDS]
@@ -52,6 +58,7 @@ CASES = (
     + [("tp", s) for s in TP_SEEDS]
     + [("disagg", s) for s in DISAGG_SEEDS]
     + [("offload", s) for s in OFFLOAD_SEEDS]
+    + [("moe", s) for s in MOE_SEEDS]
 )
 _GENERATORS = {
     "space": random_plan,
@@ -60,6 +67,7 @@ _GENERATORS = {
     "tp": random_tp_plan,
     "disagg": random_disaggregated_plan,
     "offload": random_moe_offload_plan,
+    "moe": random_moe_plan,
 }
 
 
