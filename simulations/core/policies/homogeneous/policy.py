@@ -416,7 +416,74 @@ class HomogeneousPolicy(EnginePolicy):
         )
         out = sim.run()
         out.extra["options"] = opts
+        if model.moe is not None:
+            out.extra["experts"] = expert_layout(model, tp, ep)
         return out
+
+    @classmethod
+    def explain(cls, entry: Mapping[str, Any]) -> list[str]:
+        """For a mixture of experts, the layout the recommended system runs (its
+        ``scheduler.experts``): ``expert_parallel × tensor_parallel``, the replicas, how the
+        routed experts and attention are split over a replica's GPUs, the share of their
+        busy time spent communicating and the routing. Dense models: none."""
+        layout = (entry.get("scheduler") or {}).get("experts")
+        if not isinstance(layout, Mapping):
+            return []
+        ep, tp = int(layout["expert_parallel"]), int(layout["tensor_parallel"])
+        n, held = int(layout["n_experts"]), int(layout["experts_per_device"])
+        devices = list(entry.get("devices") or ())
+        par = devices[0].get("parallel") if devices else None
+        if isinstance(par, Mapping):
+            replicas, width = int(par["replicas"]), int(par["devices_per_replica"])
+        else:
+            replicas, width = int(devices[0]["count"]) if devices else 1, 1
+        if ep > 1 and tp == 1:
+            split = (
+                f"each GPU holds {held} of the {n} routed experts of every MoE layer and runs "
+                "attention for its own sequences (data-parallel), with two all-to-alls per "
+                "MoE layer"
+            )
+        elif ep > 1:
+            split = (
+                f"each GPU holds {held} of the {n} routed experts of every MoE layer whole "
+                f"and a 1/{tp} slice of attention (tensor-parallel)"
+            )
+        elif tp > 1:
+            split = f"each GPU holds a 1/{tp} slice of all {n} routed experts and of attention"
+        else:
+            split = f"each GPU holds all {n} routed experts"
+        comm = ""
+        if isinstance(par, Mapping) and par.get("link"):
+            comm = (
+                f"; {float(par['comm_share']):.1%} of the GPUs' busy time is spent "
+                f"communicating over {par['link']}"
+            )
+        zipf = float(layout["routing_zipf"])
+        routing = f"expert popularity Zipf {zipf:g}" if zipf > 0 else "uniform routing"
+        plural = "s" if replicas != 1 else ""
+        return [
+            f"Mixture of experts, expert_parallel {ep} × tensor_parallel {tp}: {replicas} "
+            f"replica{plural} of {width} GPU{'s' if width != 1 else ''}; {split}{comm} "
+            f"({routing})."
+        ]
+
+
+def expert_layout(model: ModelSpec, tp: int, ep: int) -> dict[str, Any]:
+    """How a replica splits a mixture of experts (a result's ``scheduler.experts``): the
+    degrees, the routed experts and how many one device holds, how attention runs and the
+    routing's Zipf exponent."""
+    moe = model.moe
+    if moe is None:
+        raise ValueError(f"{model.slug} is not a mixture of experts")
+    attention = "data-parallel" if ep > tp else ("tensor-parallel" if tp > 1 else "whole")
+    return {
+        "expert_parallel": ep,
+        "tensor_parallel": tp,
+        "n_experts": moe.n_experts,
+        "experts_per_device": moe.n_experts // ep,
+        "attention": attention,
+        "routing_zipf": moe.routing_zipf,
+    }
 
 
 def _replica_unit(ctx: FitContext, sig: SignatureLike, options: dict[str, Any]) -> Unit:
