@@ -178,3 +178,27 @@ def test_with_a_tolerance_every_feasible_configuration_is_covered_by_the_fronts(
             and p["energy_j_per_token"] <= ev.energy_j_per_token * (1 + doc_tol) * (1 + 1e-9)
             for p in energy
         ), cfg.key
+
+
+def test_the_screen_figures_bound_every_simulated_configuration(case: tuple) -> None:
+    """Stronger than the verdicts (a target far from the figures hides a bound that is too
+    tight): the TTFT and TPOT floors at the first targets' quantiles and the energy floor lie
+    below the engine's, the throughput ceiling above, for every configuration it ran."""
+    search, truth, _ = case
+    ttft = search.plan.targets.ttft()
+    tpot = search.plan.targets.tpot()
+    broken = []
+    for cfg, verdict, i in every_config(search):
+        m = truth[cfg.key][1].metrics
+        if not m:
+            continue
+        pairs = [
+            (float(verdict.throughput_ub[i]), m["throughput_tok_s"], "throughput"),
+            (m["energy_j_per_token"], float(verdict.energy_lb[i]), "energy"),
+        ]
+        if ttft:
+            pairs.append((m["ttft_ms"][f"p{ttft[0][0]:g}"], float(verdict.ttft_ms[i]), "ttft"))
+        if tpot:
+            pairs.append((m["tpot_ms"][f"p{tpot[0][0]:g}"], float(verdict.tpot_ms[i]), "tpot"))
+        broken += [(cfg.key, what) for high, low, what in pairs if high < low]
+    assert broken == []
