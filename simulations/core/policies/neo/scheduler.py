@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from .costs import interp
@@ -250,7 +249,10 @@ class NeoScheduler:
             a1, b1, row1 = a0, b0, row0
             # Cached tokens (attended minus one per request) of each sub-batch's CPU decodes.
             c0 = c1 = 0
-            shortest: list[int] | None = None
+            # The shortest context still to come after a failure, and the last position
+            # holding it (valid for every failure before that position).
+            m = 0
+            m_pos = -1
             for pos, r in enumerate(cpu_order):
                 if batch_left < 1 or tokens_left < 1:
                     break
@@ -298,12 +300,14 @@ class NeoScheduler:
                     trace.append(1)
                     # Costs grow with length: when the shortest request still to come fits
                     # neither sub-batch, no later request does.
-                    if shortest is None:
-                        shortest = list(accumulate(map(ctx.__getitem__, reversed(cpu_order)), min))
-                        shortest.reverse()
                     if pos + 1 >= len(cpu_order):
                         break
-                    m = shortest[pos + 1]
+                    if pos >= m_pos:
+                        # One scan of the rest (not a suffix minimum of the whole runqueue):
+                        # later failures before m_pos share its minimum.
+                        rest = list(map(ctx.__getitem__, cpu_order[pos + 1 :]))
+                        m = min(rest)
+                        m_pos = len(cpu_order) - 1 - rest[::-1].index(m)
                     e1 = a1 + b1 * (c1 + m) if row1 is None else interp(cs, row1, c1 + m)
                     e0 = a0 + b0 * (c0 + m) if row0 is None else interp(cs, row0, c0 + m)
                     if not (e1 <= t_l0 and t_ca0 <= nl1 + t_ga0) and not (
