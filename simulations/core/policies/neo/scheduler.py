@@ -158,7 +158,11 @@ class NeoScheduler:
             sch.swap_out = []
             out_blocks = 0
         gpu_dec = gpu_q[:keep]
-        cpu_order: list[int] = list(reversed(sch.swap_out)) + cpu_q[:n_cpu]
+        # The CPU runqueue in scan order (read only: the runqueue itself when nothing moves).
+        if sch.swap_out or n_cpu < len(cpu_q):
+            cpu_order: list[int] = list(reversed(sch.swap_out)) + cpu_q[:n_cpu]
+        else:
+            cpu_order = cpu_q
         if not sch.swap_out and self.mode != FASTDECODE and n_cpu:
             reserve = keep
             n_in = 0
@@ -261,9 +265,8 @@ class NeoScheduler:
             m = 0
             m_pos = -1
             room = min(batch_left, tokens_left)
-            ctxs = list(map(ctx.__getitem__, cpu_order))
-            last = len(ctxs) - 1
-            for pos, c in enumerate(ctxs):
+            last = len(cpu_order) - 1
+            for pos, c in enumerate(map(ctx.__getitem__, cpu_order)):
                 if room < 1:
                     break
                 if c >= c_fail:
@@ -308,8 +311,9 @@ class NeoScheduler:
                     if pos >= m_pos:
                         # One scan of the rest (not a suffix minimum of the whole runqueue):
                         # later failures before m_pos share its minimum.
-                        m = min(islice(ctxs, pos + 1, None))
-                        m_pos = ctxs.index(m, pos + 1)
+                        rest = list(map(ctx.__getitem__, islice(cpu_order, pos + 1, None)))
+                        m = min(rest)
+                        m_pos = pos + 1 + rest.index(m)
                     if not (
                         ok1
                         and (a1 + b1 * (c1 + m) if row1 is None else interp(cs, row1, c1 + m))
