@@ -264,6 +264,7 @@ class NeoScheduler:
             # holding it (valid for every later failure before that position).
             m = 0
             m_pos = -1
+            lo = -1
             room = min(batch_left, tokens_left)
             last = len(cpu_order) - 1
             for pos, c in enumerate(map(ctx.__getitem__, cpu_order)):
@@ -308,7 +309,28 @@ class NeoScheduler:
                     # neither sub-batch, no later request does.
                     if pos >= last:
                         break
-                    if pos >= m_pos:
+                    if pos >= m_pos and (ok1 or ok0):
+                        # Bounds on the shortest context to come settle most checks without
+                        # scanning the rest, when both estimates are monotone in it (a line
+                        # of non-negative slope, or a sub-batch that takes nothing): below,
+                        # the simulator's floor under every CPU-resident context (and the
+                        # swapped-out requests' contexts); above, the next and the last.
+                        if (not ok1 or (row1 is None and b1 >= 0)) and (
+                            not ok0 or (row0 is None and b0 >= 0)
+                        ):
+                            if lo < 0:
+                                lo = sim.cpu_floor
+                                if sch.swap_out:
+                                    lo = min(lo, min(map(ctx.__getitem__, sch.swap_out)))
+                            if not (ok1 and a1 + b1 * (c1 + lo) <= t_l0) and not (
+                                ok0 and a0 + b0 * (c0 + lo) <= t_l1 + t_ga0
+                            ):
+                                break
+                            hi = min(ctx[cpu_order[pos + 1]], ctx[cpu_order[last]])
+                            if (ok1 and a1 + b1 * (c1 + hi) <= t_l0) or (
+                                ok0 and a0 + b0 * (c0 + hi) <= t_l1 + t_ga0
+                            ):
+                                continue
                         # One scan of the rest (not a suffix minimum of the whole runqueue):
                         # later failures before m_pos share its minimum.
                         rest = list(map(ctx.__getitem__, islice(cpu_order, pos + 1, None)))

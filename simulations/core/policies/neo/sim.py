@@ -97,6 +97,11 @@ class NeoSim(Simulator):
         # Σ ctx over the GPU-resident requests (the scheduler's GPU attention width), kept
         # up to date the same way so a plan need not sum the GPU runqueue.
         self.gpu_ctx = 0
+        # A lower bound on the context of every CPU-resident request (contexts only grow
+        # while resident): lowered when a request joins the CPU cache, set to the exact
+        # minimum when requests finish. The scheduler's step 4 settles most of its
+        # shortest-request checks with it instead of scanning the CPU runqueue.
+        self.cpu_floor = 0
         self._run_state: _Run | None = None
         self._skip_checks = 0
         self._backoff = 0
@@ -312,6 +317,7 @@ class NeoSim(Simulator):
             self.gpu_ctx -= sum(self.ctx[r] for r in sch.swap_out)
             for r in sch.swap_out:
                 where[r] = ON_CPU
+            self.cpu_floor = min(self.cpu_floor, min(map(self.ctx.__getitem__, sch.swap_out)))
             st["swap_outs"] += n_out
         if sch.swap_in:
             n_in = len(sch.swap_in)
@@ -411,6 +417,7 @@ class NeoSim(Simulator):
                 assert g == self._blocks_of(self.gpu_q), "GPU block count drifted"
                 assert cpu == self._blocks_of(self.cpu_q), "CPU block count drifted"
                 assert self.gpu_ctx == sum(self.ctx[r] for r in self.gpu_q), "GPU context drifted"
+                assert all(self.ctx[r] >= self.cpu_floor for r in self.cpu_q), "CPU floor too high"
             if k:
                 self._restore(run.on_gpu, saved_g, blocks)
                 self._restore(run.on_cpu, saved_c, blocks)
@@ -469,6 +476,7 @@ class NeoSim(Simulator):
             # Finished requests are no longer resident (their residence is WAITING = 0).
             self.gpu_q = list(filter(where.__getitem__, self.gpu_q))
             self.cpu_q = list(filter(where.__getitem__, self.cpu_q))
+            self.cpu_floor = min(map(ctx.__getitem__, self.cpu_q), default=0)
         self._iterate()
 
     def _start_decoding(self, prefilled: list[int], queue: list[int], place: int, unit: int) -> int:
@@ -495,6 +503,8 @@ class NeoSim(Simulator):
                 blocks += (ctx[r] + bs) // bs
                 if place == ON_GPU:
                     self.gpu_ctx += ctx[r]
+                elif ctx[r] < self.cpu_floor:
+                    self.cpu_floor = ctx[r]
         return blocks
 
     def run(self) -> SimOutput:
