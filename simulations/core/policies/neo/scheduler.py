@@ -116,6 +116,11 @@ class NeoScheduler:
             raise ValueError(f"unknown Neo mode {mode!r}")
         self.sim = sim
         self.mode = mode
+        #: Settle step 4's shortest-request checks by bounds where they decide (off: always
+        #: scan; the schedules are the same, the tests compare the two).
+        self.bounds = True
+        #: Checks the bounds settled in this scheduler's plans (their reach, for the tests).
+        self.settled = 0
 
     def plan(self) -> Schedule:
         """The next iteration's schedule (all six steps)."""
@@ -315,8 +320,10 @@ class NeoScheduler:
                         # of non-negative slope, or a sub-batch that takes nothing): below,
                         # the simulator's floor under every CPU-resident context (and the
                         # swapped-out requests' contexts); above, the next and the last.
-                        if (not ok1 or (row1 is None and b1 >= 0)) and (
-                            not ok0 or (row0 is None and b0 >= 0)
+                        if (
+                            self.bounds
+                            and (not ok1 or (row1 is None and b1 >= 0))
+                            and (not ok0 or (row0 is None and b0 >= 0))
                         ):
                             if lo < 0:
                                 lo = sim.cpu_floor
@@ -325,11 +332,13 @@ class NeoScheduler:
                             if not (ok1 and a1 + b1 * (c1 + lo) <= t_l0) and not (
                                 ok0 and a0 + b0 * (c0 + lo) <= t_l1 + t_ga0
                             ):
+                                self.settled += 1
                                 break
                             hi = min(ctx[cpu_order[pos + 1]], ctx[cpu_order[last]])
                             if (ok1 and a1 + b1 * (c1 + hi) <= t_l0) or (
                                 ok0 and a0 + b0 * (c0 + hi) <= t_l1 + t_ga0
                             ):
+                                self.settled += 1
                                 continue
                         # One scan of the rest (not a suffix minimum of the whole runqueue):
                         # later failures before m_pos share its minimum.
