@@ -543,16 +543,19 @@ class _Run:
         c = sim.costs
         ctx = sim.ctx
         plen = sim.plen
-        self.lens = [plen[r] for r in sch.prefill_gpu] + [plen[r] for r in sch.prefill_cpu]
+        self.lens = list(map(plen.__getitem__, sch.prefill_gpu)) + list(
+            map(plen.__getitem__, sch.prefill_cpu)
+        )
         self.on_gpu = sch.gpu_dec
         self.on_cpu = sch.cpu0 + sch.cpu1 if sch.two_batch else []
         self.decodes = self.on_gpu + self.on_cpu
         self.x_g = len(sch.gpu_dec)
         self.x0 = len(sch.cpu0) if sch.two_batch else 0
         self.x1 = len(sch.cpu1) if sch.two_batch else 0
-        self.cg = sum(ctx[r] for r in sch.gpu_dec)
-        self.c0 = sum(ctx[r] for r in sch.cpu0) if self.x0 else 0
-        self.c1 = sum(ctx[r] for r in sch.cpu1) if self.x1 else 0
+        get = ctx.__getitem__
+        self.cg = sum(map(get, sch.gpu_dec))
+        self.c0 = sum(map(get, sch.cpu0)) if self.x0 else 0
+        self.c1 = sum(map(get, sch.cpu1)) if self.x1 else 0
         pref_tokens = sum(self.lens)
         s0 = pref_tokens + self.x_g + self.x0
         self.t_l0 = c.linear_layer_s(s0)
@@ -564,14 +567,17 @@ class _Run:
             self.prepost += c.pre_post_s(self.x1, self.x1, step=False)
         kv = c.kv_token_bytes
         x_c = self.x0 + self.x1
-        out_b = kv * (sum(plen[r] for r in sch.prefill_cpu) + sum(ctx[r] for r in sch.swap_out))
-        in_b = kv * sum(ctx[r] for r in sch.swap_in)
+        out_b = kv * (sum(map(plen.__getitem__, sch.prefill_cpu)) + sum(map(get, sch.swap_out)))
+        in_b = kv * sum(map(get, sch.swap_in))
         if x_c:
             out_b += c.n_layers * x_c * c.qkv_bytes
             in_b += c.n_layers * x_c * c.o_bytes
         self.t_out = c.link_s(out_b) if out_b else 0.0
         self.t_in = c.link_s(in_b) if in_b else 0.0
         self.segs: list[tuple[int, int, _Vec, _Vec]] = []
+        # The last total asked for (segments do not change once built).
+        self._total_m = -1
+        self._total: _Vec = (0.0, 0.0, 0.0, 0.0, 0.0)
 
     def stages(self, k: int) -> tuple[float, float, float, float, float]:
         """Exact per-layer (T_l0, T_l1, T_ga0, T_ca0, T_ca1) of iteration ``k``."""
@@ -602,6 +608,7 @@ class _Run:
     def build_segments(self) -> None:
         """Cover steps ``0 … n-1`` with verified affine segments."""
         n = self.n
+        self._total_m = -1
         v0 = self.step(0)
         if n == 1:
             self.segs = [(0, 0, v0, v0)]
@@ -631,6 +638,14 @@ class _Run:
 
     def total(self, m: int) -> _Vec:
         """Sums of the components over iterations ``0 … m-1``."""
+        if m == self._total_m:
+            # Asked again for the run's length (when it is scheduled, then booked).
+            return self._total
+        out = self._sum(m)
+        self._total_m, self._total = m, out
+        return out
+
+    def _sum(self, m: int) -> _Vec:
         acc = [0.0, 0.0, 0.0, 0.0, 0.0]
         for lo, hi, vlo, vhi in self.segs:
             if lo >= m:
