@@ -15,6 +15,7 @@ may append rows with :func:`record`.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if tr is None:
         return
     tr.write_sep("=", "hetplanner benchmarks (.bench/results.json)")
+    # Wall-time targets assume an otherwise idle machine: say how busy it was.
+    load1, load5, _ = os.getloadavg()
+    tr.write_line(f"load average {load1:.2f} (1 min), {load5:.2f} (5 min) on {os.cpu_count()} CPUs")
     tr.write_line(f"{'benchmark':<58} {'value':>12} {'target':>10} {'unit':<8} ok")
     for r in rows:
         tr.write_line(

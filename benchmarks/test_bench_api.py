@@ -1,4 +1,4 @@
-"""REST API load benchmark (issue 8): gunicorn on loopback, 20 users on list and detail
+"""REST API load benchmark: gunicorn on loopback, 20 users on list and detail
 endpoints; p50/p95 latency, requests per second and errors.
 
 The server is ``gunicorn hetplanner.wsgi`` (2 worker processes × 4 threads) on the
@@ -10,7 +10,7 @@ uniform random think time of 0–200 ms, in a fixed rotation over list and detai
 (devices, models, runtimes, policies, scenarios, runs, run results). Every response must be
 200 with a JSON body; anything else counts as an error.
 
-Targets: p95 ≤ 250 ms and zero errors on this 2-core machine (issue 8).
+Targets: p95 ≤ 250 ms and zero errors on this 2-core machine.
 """
 
 from __future__ import annotations

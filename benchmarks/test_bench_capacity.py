@@ -1,4 +1,4 @@
-"""Cost of the capacity search (issue 22, "Capacity"): the example
+"""Cost of the capacity search: the example
 ``tco-capacity-glitches-vs-a100.json`` simulated with its ``capacity`` block.
 
 Each system's search is ``2 + steps`` engine runs on ``capacity.requests`` requests

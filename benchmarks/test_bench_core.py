@@ -1,5 +1,5 @@
 """Speed of the GPU and FPGA device models: one full prefill and one decode step of a
-32-layer model (LLaMA2-7B) per evaluation, target under 200 µs (issue 3).
+32-layer model (LLaMA2-7B) per evaluation, target under 200 µs.
 
 What is cached and what is measured: the model's shapes (per-layer GEMM dimensions,
 parameter counts) and the runtime's resolved constants are computed once — that is the

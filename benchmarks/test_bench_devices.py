@@ -4,7 +4,7 @@ load-aware scheduler call in their inner loops).
 Targets: an NPU matmul of a shape never seen before under 20 µs (the solver sweeps row
 partitions in steps of 256 and sequence partitions in steps of 32, HeteroLLM §4.3); one NPU
 decode step of a 32-layer model at a new context length under 200 µs once the weights'
-shapes are warm (issue 3's target for device evaluations); CPU decode attention of a batch
+shapes are warm; CPU decode attention of a batch
 under 20 µs for a new (batch, KV) pair.
 """
 

@@ -1,4 +1,4 @@
-"""Speed of the request-level engine (issue 4): 10,000 Poisson requests with the Azure
+"""Speed of the request-level engine: 10,000 Poisson requests with the Azure
 conversation trace's prompt/output lengths, LLaMA2-7B, on 1×A100 + 7×U280 (``glitches``)
 and on 8×A100 with continuous batching (``homogeneous``, ``max_batch`` 256).
 

@@ -1,4 +1,4 @@
-"""Load benchmark of pages and API (issue 16, "Load"): 20 signed-in users on a real gunicorn
+"""Load benchmark of pages and API: 20 signed-in users on a real gunicorn
 for a fixed duration; p50/p95/max latency and errors per endpoint group, and what else ran.
 
 The server is gunicorn with the project's configuration (``hetplanner/gunicorn.py``: the

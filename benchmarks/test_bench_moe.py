@@ -1,4 +1,4 @@
-"""Speed of a mixture-of-experts run against a dense one of the same size (issue 21):
+"""Speed of a mixture-of-experts run against a dense one of the same size:
 10,000 Poisson requests with the Azure conversation trace's lengths on 8×H100-SXM with
 vLLM-like continuous batching (``homogeneous``, ``max_batch`` 256), Qwen3-30B-A3B (128
 experts, top-8) against the dense Llama-3.1-8B.

@@ -1,4 +1,4 @@
-"""Neo speed target (issue 5): 5,000 requests of the Azure code trace (its own arrival
+"""Neo speed target: 5,000 requests of the Azure code trace (its own arrival
 times) on an A10G + g5.4xlarge host CPU simulate in under 3 s on one core."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Dashboard page render time (issue 9): every page of a 10-system comparison under 300 ms of
+"""Dashboard page render time: every page of a 10-system comparison under 300 ms of
 server time.
 
 The run is a real one: a 10-system LLaMA2-7B comparison (GLITCHES nodes with A100, V100S

@@ -1,4 +1,4 @@
-"""Speed of the capacity search (issue 10) on a 10,912-configuration space.
+"""Speed of the capacity search on a 10,912-configuration space.
 
 The space: LLaMA2-7B, the first 1000 Azure conversation requests' lengths with Poisson
 arrivals at 1 request/s, p90 TTFT ≤ 1 s and p90 TPOT ≤ 50 ms; 1–16 of each priced GPU

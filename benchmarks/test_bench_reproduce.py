@@ -1,4 +1,4 @@
-"""``reproduce all`` speed target (issue 23): every paper's reproduction, end to end, in under
+"""``reproduce all`` speed target: every paper's reproduction, end to end, in under
 20 s. Each round runs the command in a fresh interpreter: the runners memoise their engine
 runs per process (``functools.cache``), so a second call in this process would time only
 the cache."""

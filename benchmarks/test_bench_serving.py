@@ -1,4 +1,4 @@
-"""Speed targets of issue 19 item 5 (loaded devices):
+"""Speed targets for loaded devices:
 
 - 10,000 Azure-conversation requests at 4 requests/s on one A100 (vllm-fp16, continuous
   batching with chunked prefill, 2048-token budget): engine time under 0.5 s (device
@@ -123,7 +123,7 @@ def _tp_system(device: str, count: int, tp: int, link: str) -> SystemSpec:
 
 def test_bench_8xh100_tp8_10k_requests(benchmark: Any) -> None:
     """10,000 conversation requests at 4 requests/s through one 8×H100 NVLink4 TP8 replica
-    serving Llama-3.1-70B: engine time under 2 s (issue 19 item 5)."""
+    serving Llama-3.1-70B: engine time under 2 s."""
     model = CAT.model("llama3.1-70b")
     requests = _conv_requests("llama3.1-70b", 4.0)
     system = _tp_system("h100-sxm", 8, 8, "nvlink4")

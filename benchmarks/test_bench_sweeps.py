@@ -1,4 +1,4 @@
-"""Sweep benchmarks (issue 8): a 5,000-configuration sweep is validated, capped, chunked and
+"""Sweep benchmarks: a 5,000-configuration sweep is validated, capped, chunked and
 queued within 10 s, and its throughput (configurations per second, from submission to the
 finaliser) with 1 and with 2 Celery worker processes (one pool child each).
 

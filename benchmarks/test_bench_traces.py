@@ -1,4 +1,4 @@
-"""Trace upload row cap (issue 16, defect 5): a 1,000,000-row Azure trace is refused well
+"""Trace upload row cap: a 1,000,000-row Azure trace is refused well
 under a second.
 
 Before the fix the cap was checked after parsing every row (about 22 s for 1M rows on this

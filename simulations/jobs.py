@@ -1,11 +1,14 @@
 """Helpers shared by the three job systems' Celery tasks: runs (:mod:`simulations.runs.tasks`),
 sweeps (:mod:`simulations.sweeps.tasks`) and plans (:mod:`simulations.plans.tasks`).
 
-Each system keeps its own claims and records; what is the same in all of them — how long a
-transient error waits before the retry, which time limit a delivery ran under, when a
-heartbeat is stale, how a chunk task claims, beats, works and handles its errors, and how a
-reconciler hands back a job whose worker died or re-sends one whose message was lost —
-lives here once.
+Each system keeps its own records (a run's events, a sweep's and a plan's results); what is
+the same in all of them lives here once: the lifecycle columns of the job rows
+(:class:`ClaimedRow`, :class:`Job`, :class:`ClaimedJob`, :class:`ChunkJob`), the per-user
+quota, the claim by one conditional UPDATE (:func:`claim_row`, used by runs, plan stages and
+both kinds of chunk, each passing hooks for what it adds), when a heartbeat is stale, how a
+reconciler hands back a job whose worker died or re-sends one whose message was lost, how
+long a transient error waits before the retry, which time limit a delivery ran under, and
+how a chunk task claims, beats, works and handles its errors.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from simulations.choices import ChunkStatus
+from simulations.choices import FINAL_STATUSES, ChunkStatus, RunStatus
 from simulations.core.errors import (
     CapacityError,
     ScenarioValidationError,
@@ -243,12 +246,81 @@ def run_chunk(
         beat.stop()
 
 
-class ChunkJob(models.Model):
+class ClaimedRow(models.Model):
+    """The columns of a row a worker claims — a run, a plan (its current screen or decide
+    stage) or a chunk of a sweep or a plan: which worker holds it, when its task message was
+    last sent and when its worker last beat. :func:`claim_row`, :func:`requeue_stale`,
+    :func:`resend_lost` and :func:`mark_unsent` work on these columns."""
+
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="Host and process id of the claiming worker."
+    )
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a task message was last sent for it."
+    )
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life from the claiming worker."
+    )
+
+    class Meta:
+        abstract = True
+
+
+class Job(models.Model):
+    """The columns every parent job row (a run, a sweep, a plan) has: when it was submitted
+    and when it reached a final state."""
+
+    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was submitted.")
+    finished_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it reached a final state."
+    )
+
+    class Meta:
+        abstract = True
+
+
+class ClaimedJob(Job, ClaimedRow):
+    """A parent job whose own row a worker claims — a run, or a plan for its screen and
+    decide stages (its confirmation chunks are :class:`ChunkJob` rows): the run lifecycle
+    (:class:`RunStatus`, queued → running → succeeded / failed / cancelled), why it failed,
+    and when a worker first claimed it. A sweep is only a :class:`Job`: its chunks are
+    claimed, never the sweep itself, and its statuses are its own."""
+
+    status = models.CharField(
+        max_length=16,
+        choices=RunStatus.choices,
+        default=RunStatus.QUEUED,
+        help_text="Lifecycle state.",
+    )
+    error = models.TextField(blank=True, help_text="Why it failed (empty otherwise).")
+    started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a worker first claimed it."
+    )
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_final(self) -> bool:
+        """Whether the job reached a state it never leaves."""
+        return self.status in FINAL_STATUSES
+
+    @staticmethod
+    def status_constraint() -> models.CheckConstraint:
+        """The CHECK that keeps ``status`` one of :class:`RunStatus` (each concrete job lists
+        it among its own constraints)."""
+        return models.CheckConstraint(
+            condition=Q(status__in=RunStatus.values),
+            name="%(app_label)s_%(class)s_status_valid",
+        )
+
+
+class ChunkJob(ClaimedRow):
     """The lifecycle columns of a chunk of a sweep or a plan, one Celery task's share of the
-    job: its state, how often a worker claimed it, which worker holds it, when its message
-    was last sent and when its worker last beat. :func:`chunk_claim_row`,
-    :func:`chunk_heartbeat_row`, :func:`chunk_release_row`, :func:`requeue_stale` and
-    :func:`resend_lost` work on these columns for either kind of chunk."""
+    job: its state and how often a worker claimed it, beside the :class:`ClaimedRow`
+    columns. :func:`chunk_claim_row`, :func:`chunk_heartbeat_row`, :func:`chunk_release_row`,
+    :func:`requeue_stale` and :func:`resend_lost` work on these columns for either kind of
+    chunk."""
 
     status = models.CharField(
         max_length=16,
@@ -258,15 +330,6 @@ class ChunkJob(models.Model):
     )
     attempts = models.PositiveSmallIntegerField(
         default=0, help_text="Times a worker claimed the chunk (count)."
-    )
-    worker = models.CharField(
-        max_length=200, blank=True, help_text="Host and process id of the claiming worker."
-    )
-    enqueued_at = models.DateTimeField(
-        null=True, blank=True, help_text="When a task message was last sent for it."
-    )
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life from the claiming worker."
     )
 
     class Meta:
@@ -322,6 +385,91 @@ def stale_before(now: datetime) -> datetime:
     return now - timedelta(seconds=settings.HETPLANNER_HEARTBEAT_STALE_S)
 
 
+@dataclass(frozen=True)
+class ClaimColumns:
+    """Where a claimed row keeps its state: the ``status`` column with its ``queued`` and
+    ``running`` values, and the ``attempts`` column counting deliveries. A run and a chunk
+    use ``status`` and ``attempts``; a plan's screen and decide stages ``stage_status`` and
+    ``stage_attempts``."""
+
+    status: str = "status"
+    queued: str = RunStatus.QUEUED.value
+    running: str = RunStatus.RUNNING.value
+    attempts: str = "attempts"
+
+    def is_queued(self) -> Q:
+        """The row waits for a worker."""
+        return Q(**{self.status: self.queued})
+
+    def is_running(self, **more: Any) -> Q:
+        """The row is held by a worker (and matches ``more``)."""
+        return Q(**{self.status: self.running}, **more)
+
+
+#: The columns of a run and of a chunk (a chunk's ``ChunkStatus`` uses the run's values for
+#: queued and running; a plan's stages name their own columns).
+STATUS_COLUMNS = ClaimColumns()
+
+
+def claim_row(
+    model: type[models.Model],
+    pk: int,
+    *,
+    columns: ClaimColumns = STATUS_COLUMNS,
+    fields: Sequence[str] = (),
+    worker: str,
+    now: datetime,
+    give_up: Callable[[QuerySet[Any], dict[str, Any], int, str], Any],
+    scope: Callable[[dict[str, Any]], Q | None] | None = None,
+    resume_attempt: int | None = None,
+    claimed: Mapping[str, Any] | None = None,
+    on_claimed: Callable[[dict[str, Any], int], Any] | None = None,
+) -> tuple[dict[str, Any], int] | None:
+    """Claim row ``pk`` of ``model`` (a run, a plan's stage, a chunk) for this delivery with
+    one conditional UPDATE; return the row's ``fields`` (with its attempt count and
+    ``worker``) and the attempt now held, or None.
+
+    Claimable: queued, or running with a stale heartbeat (its worker died), or — when a
+    retried delivery resumes its claim — running under ``resume_attempt``. The UPDATE is
+    guarded by the attempt count read, so of two deliveries only one wins; it sets the row
+    running, counts the attempt, beats, names ``worker`` and writes ``claimed`` (further
+    columns). ``on_claimed(row, attempt)`` runs in the same transaction when it changed the
+    row (a run writes its event there).
+
+    ``scope(row)``, when given, is the further condition the claim needs (e.g. the plan's
+    stage and round as read), or None when the row is not to be claimed at all. A row that
+    already used ``HETPLANNER_MAX_ATTEMPTS`` deliveries is not claimed:
+    ``give_up(guard, row, attempts, lost)`` gets the guarded queryset (to fail it or
+    record what it left, by a conditional UPDATE of its own) with ``lost`` naming the last
+    worker.
+    """
+    manager = model._default_manager
+    row = manager.filter(pk=pk).values(columns.attempts, "worker", *fields).first()
+    if row is None:
+        return None
+    extra = scope(row) if scope is not None else Q()
+    if extra is None:
+        return None
+    attempts = row[columns.attempts]
+    claimable = columns.is_queued() | columns.is_running(heartbeat_at__lt=stale_before(now))
+    if resume_attempt is not None:
+        claimable |= columns.is_running(**{columns.attempts: resume_attempt})
+    guard = manager.filter(claimable, extra, pk=pk, **{columns.attempts: attempts})
+    if attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
+        give_up(guard, row, attempts, f" (last worker: {row['worker']})" if row["worker"] else "")
+        return None
+    with transaction.atomic():
+        changed = guard.update(
+            **{columns.status: columns.running, columns.attempts: attempts + 1},
+            heartbeat_at=now,
+            worker=worker[:200],
+            **(claimed or {}),
+        )
+        if changed and on_claimed is not None:
+            on_claimed(row, attempts + 1)
+    return (row, attempts + 1) if changed else None
+
+
 def chunk_claim_row(
     chunks: type[models.Model],
     chunk_id: int,
@@ -333,43 +481,35 @@ def chunk_claim_row(
     now: datetime,
     give_up: Callable[[dict[str, Any], int, str], None],
 ) -> tuple[dict[str, Any], int] | None:
-    """Claim a sweep's or a plan's chunk row for this delivery; return its ``fields`` (with
-    ``attempts`` and ``worker``) and the attempt now held, or None.
+    """Claim a sweep's or a plan's chunk row for this delivery (:func:`claim_row`); return
+    its ``fields`` (with ``attempts`` and ``worker``) and the attempt now held, or None.
 
-    Claimable: queued, or running with a stale heartbeat; the claim is one conditional
-    UPDATE guarded by the attempt count read, so of two workers only one wins. A chunk of a
-    final job (``parent``'s status not in ``active``) is closed instead. A chunk that
-    already used its ``HETPLANNER_MAX_ATTEMPTS`` deliveries is taken once more only to
-    ``give_up(row, attempts, lost)`` — record what it left unrecorded as failed, ``lost``
-    naming the last worker — and None is returned.
+    A chunk of a final job (``parent``'s status not in ``active``) is closed instead. A
+    chunk that already used its ``HETPLANNER_MAX_ATTEMPTS`` deliveries is taken once more
+    only to ``give_up(row, attempts, lost)`` — record what it left unrecorded as failed,
+    ``lost`` naming the last worker — and None is returned.
     """
     manager = chunks._default_manager
-    row = (
-        manager.filter(pk=chunk_id)
-        .values("attempts", "worker", f"{parent}__status", *fields)
-        .first()
-    )
-    if row is None:
-        return None
-    if row[f"{parent}__status"] not in active:
+
+    def scope(row: dict[str, Any]) -> Q | None:
+        if row[f"{parent}__status"] in active:
+            return Q()
         manager.filter(pk=chunk_id).exclude(status=ChunkStatus.DONE).update(status=ChunkStatus.DONE)
         return None
-    attempts = row["attempts"]
-    guard = manager.filter(
-        Q(status=ChunkStatus.QUEUED)
-        | Q(status=ChunkStatus.RUNNING, heartbeat_at__lt=stale_before(now)),
-        pk=chunk_id,
-        attempts=attempts,
-    )
-    if attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
+
+    def exhausted(guard: QuerySet[Any], row: dict[str, Any], attempts: int, lost: str) -> None:
         if guard.update(status=ChunkStatus.RUNNING, heartbeat_at=now):
-            give_up(row, attempts, f" (last worker: {row['worker']})" if row["worker"] else "")
-        return None
-    if not guard.update(
-        status=ChunkStatus.RUNNING, attempts=attempts + 1, heartbeat_at=now, worker=worker[:200]
-    ):
-        return None
-    return row, attempts + 1
+            give_up(row, attempts, lost)
+
+    return claim_row(
+        chunks,
+        chunk_id,
+        fields=(f"{parent}__status", *fields),
+        worker=worker,
+        now=now,
+        give_up=exhausted,
+        scope=scope,
+    )
 
 
 def chunk_release_row(chunks: type[models.Model], chunk_id: int, attempt: int) -> bool:
@@ -400,35 +540,53 @@ def requeue_stale(
     model: type[models.Model],
     scope: Q,
     *,
-    running: Mapping[str, Any],
-    queued: Mapping[str, Any],
-    attempts_field: str,
+    columns: ClaimColumns = STATUS_COLUMNS,
     now: datetime,
     limit: int,
     enqueue: Callable[[int], Any],
     guard: Q | None = None,
+    requeued_values: Mapping[str, Any] | None = None,
+    on_requeued: Callable[[int, int, str], Any] | None = None,
+    give_up: Callable[[QuerySet[Any], int, int, str], Any] | None = None,
 ) -> list[int]:
-    """Hand back to queued, and re-send, the rows of ``model`` in ``scope`` that are
-    ``running`` with a stale heartbeat; return their ids.
+    """Hand back to queued, and re-send, the rows of ``model`` in ``scope`` that are running
+    with a stale heartbeat; return their ids.
 
     Each row is moved by a conditional UPDATE (still running under the same attempt count,
     still stale, and within ``guard`` when given), so a worker that beats or finishes in
     between keeps its job; the attempt count is kept (the next claim counts the delivery).
+    The UPDATE also writes ``requeued_values``, and ``on_requeued(pk, attempts, worker)``
+    runs in its transaction when it changed the row (a run writes its event there).
+
+    With ``give_up``, a row that already used ``HETPLANNER_MAX_ATTEMPTS`` deliveries is not
+    re-sent: ``give_up(guarded, pk, attempts, worker)`` gets the same guarded queryset (a
+    run fails there); without it the next claim decides (chunks and plan stages).
     """
     stale = stale_before(now)
     requeued: list[int] = []
-    rows = model._default_manager.filter(scope, heartbeat_at__lt=stale, **running).values_list(
-        "pk", attempts_field
+    manager = model._default_manager
+    rows = manager.filter(scope, columns.is_running(heartbeat_at__lt=stale)).values_list(
+        "pk", columns.attempts, "worker"
     )[:limit]
-    for pk, attempts in rows:
+    for pk, attempts, worker in rows:
+        guarded = manager.filter(
+            guard if guard is not None else Q(),
+            columns.is_running(heartbeat_at__lt=stale),
+            pk=pk,
+            **{columns.attempts: attempts},
+        )
+        if give_up is not None and attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
+            give_up(guarded, pk, attempts, worker)
+            continue
         with transaction.atomic():
-            if model._default_manager.filter(
-                guard if guard is not None else Q(),
-                pk=pk,
-                heartbeat_at__lt=stale,
-                **running,
-                **{attempts_field: attempts},
-            ).update(enqueued_at=now, worker="", **queued):
+            if guarded.update(
+                enqueued_at=now,
+                worker="",
+                **{columns.status: columns.queued},
+                **(requeued_values or {}),
+            ):
+                if on_requeued is not None:
+                    on_requeued(pk, attempts, worker)
                 transaction.on_commit(partial(enqueue, pk))
                 requeued.append(pk)
     return requeued

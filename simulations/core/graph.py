@@ -1345,18 +1345,3 @@ def _mixed_frame(
     return MixedFrame(
         model, s, tokens, sequences, prec, fused, head, tail, terms(head), terms(tail)
     )
-
-
-def mixed_attention(
-    model: ModelSpec,
-    tokens: int,
-    attended: int,
-    kv_read: int,
-    prec: Precision = FP16,
-    *,
-    fused_attention: bool = False,
-) -> tuple[Op, ...]:
-    """The attention operators of a mixed pass (:class:`MixedFrame`'s, without its frame)."""
-    return tuple(
-        _attention_ops(_shapes(model), tokens, attended, kv_read, prec, bool(fused_attention))
-    )

@@ -22,7 +22,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from simulations.choices import RunStatus
-from simulations.jobs import ChunkJob
+from simulations.jobs import ChunkJob, ClaimedJob
 
 
 class PlanStage(models.TextChoices):
@@ -40,8 +40,13 @@ class StageStatus(models.TextChoices):
     RUNNING = "running", "Running"
 
 
-class Plan(models.Model):
-    """A capacity search: the plan document, where the search is, and its result."""
+class Plan(ClaimedJob):
+    """A capacity search: the plan document, where the search is, and its result.
+
+    The lifecycle columns it shares with a run come from :class:`~simulations.jobs.ClaimedJob`;
+    ``worker``, ``enqueued_at`` and ``heartbeat_at`` are its current screen or decide
+    stage's (its confirmation chunks keep their own).
+    """
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -51,12 +56,6 @@ class Plan(models.Model):
     )
     name = models.CharField(max_length=200, help_text="The document's name.")
     document = models.JSONField(help_text="The plan document as submitted.")
-    status = models.CharField(
-        max_length=16,
-        choices=RunStatus.choices,
-        default=RunStatus.QUEUED,
-        help_text="Lifecycle state (queued, running, succeeded, failed, cancelled).",
-    )
     stage = models.CharField(
         max_length=16,
         choices=PlanStage.choices,
@@ -99,25 +98,8 @@ class Plan(models.Model):
         help_text="Progress, percent, once the current round is recorded (the selector "
         "interpolates with round_done / round_total while the round runs).",
     )
-    error = models.TextField(blank=True, help_text="Why it failed (empty otherwise).")
     result = models.JSONField(
         null=True, blank=True, help_text="The plan's result document once succeeded."
-    )
-    worker = models.CharField(
-        max_length=200, blank=True, help_text="Host and process id of the stage's worker."
-    )
-    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was submitted.")
-    enqueued_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the stage's task message was last sent."
-    )
-    started_at = models.DateTimeField(
-        null=True, blank=True, help_text="When a worker first claimed it."
-    )
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life from the stage's worker."
-    )
-    finished_at = models.DateTimeField(
-        null=True, blank=True, help_text="When it reached a final state."
     )
 
     class Meta:
@@ -127,10 +109,7 @@ class Plan(models.Model):
             models.Index(fields=["status", "stage", "heartbeat_at"]),
         ]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(status__in=RunStatus.values),
-                name="%(app_label)s_%(class)s_status_valid",
-            ),
+            ClaimedJob.status_constraint(),
             models.CheckConstraint(
                 condition=Q(stage__in=PlanStage.values, stage_status__in=StageStatus.values),
                 name="%(app_label)s_%(class)s_stage_valid",
@@ -164,11 +143,6 @@ class Plan(models.Model):
 
     def __str__(self) -> str:
         return f"plan {self.pk} ({self.status})"
-
-    @property
-    def is_final(self) -> bool:
-        """Whether the plan reached a state it never leaves."""
-        return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
 
 
 class PlanChunk(ChunkJob):

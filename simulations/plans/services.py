@@ -36,14 +36,15 @@ from simulations.core.jsonsafe import finite
 from simulations.core.planner import PlanSpec, parse_plan, trace_names
 from simulations.jobs import (
     MAX_ERROR_CHARS,
+    ClaimColumns,
     chunk_claim_row,
     chunk_heartbeat_row,
     chunk_release_row,
+    claim_row,
     mark_unsent,
     quota_check,
     requeue_stale,
     resend_lost,
-    stale_before,
 )
 from simulations.plans.models import Plan, PlanChunk, PlanResult, PlanStage
 from simulations.plans.models import StageStatus as Stage
@@ -57,15 +58,17 @@ from simulations.scenarios.services import (
 
 logger = logging.getLogger(__name__)
 
+#: Where a plan keeps the state of its screen and decide stages (its own status is the
+#: plan's lifecycle; its chunks have theirs).
+STAGE_COLUMNS = ClaimColumns(
+    status="stage_status", queued=Stage.QUEUED, running=Stage.RUNNING, attempts="stage_attempts"
+)
+
 #: Configurations one chunk task confirms (a round of ``round_size`` is split into chunks).
 DEFAULT_CHUNK_SIZE = 2
 #: Plans a user may have queued or running at once (setting
 #: ``HETPLANNER_MAX_ACTIVE_PLANS_PER_USER`` overrides it).
 DEFAULT_MAX_ACTIVE_PLANS = 3
-
-
-def _max_attempts() -> int:
-    return int(settings.HETPLANNER_MAX_ATTEMPTS)
 
 
 def chunk_size() -> int:
@@ -204,50 +207,46 @@ def _fail(queryset: Any, error: str, now: datetime | None = None) -> bool:
 
 
 def stage_claim(plan_id: int, *, worker: str, now: datetime | None = None) -> StageClaim | None:
-    """Claim the plan's current screen/decide stage for this delivery, or return None.
+    """Claim the plan's current screen/decide stage for this delivery
+    (:func:`~simulations.jobs.claim_row` on the stage columns), or return None.
 
     Claimable: the stage is queued, or running with a stale heartbeat (its worker died).
     A stage that already used ``HETPLANNER_MAX_ATTEMPTS`` deliveries fails the plan.
     """
     now = now or timezone.now()
-    row = (
-        Plan.objects.filter(pk=plan_id)
-        .values("status", "stage", "round", "stage_attempts", "document", "worker", "progress")
-        .first()
-    )
-    if row is None or row["status"] not in ACTIVE_STATUSES or row["stage"] == PlanStage.CONFIRM:
-        return None
-    attempts = row["stage_attempts"]
-    guard = Plan.objects.filter(
-        Q(stage_status=Stage.QUEUED)
-        | Q(stage_status=Stage.RUNNING, heartbeat_at__lt=stale_before(now)),
-        pk=plan_id,
-        status__in=ACTIVE_STATUSES,
-        stage=row["stage"],
-        round=row["round"],
-        stage_attempts=attempts,
-    )
-    if attempts >= _max_attempts():
-        lost = f" (last worker: {row['worker']})" if row["worker"] else ""
+
+    def scope(row: dict[str, Any]) -> Q | None:
+        if row["status"] not in ACTIVE_STATUSES or row["stage"] == PlanStage.CONFIRM:
+            return None
+        return Q(status__in=ACTIVE_STATUSES, stage=row["stage"], round=row["round"])
+
+    def give_up(guard: Any, row: dict[str, Any], attempts: int, lost: str) -> None:
         _fail(
             guard,
             f"gave up after {attempts} attempts: the worker running the {row['stage']} "
             f"stage was lost{lost}",
             now,
         )
-        return None
-    changed = guard.update(
-        status=RunStatus.RUNNING,
-        stage_status=Stage.RUNNING,
-        stage_attempts=attempts + 1,
-        started_at=Coalesce("started_at", Value(now)),
-        heartbeat_at=now,
-        worker=worker[:200],
+
+    held = claim_row(
+        Plan,
+        plan_id,
+        columns=STAGE_COLUMNS,
+        fields=("status", "stage", "round", "document", "progress"),
+        worker=worker,
+        now=now,
+        give_up=give_up,
+        scope=scope,
+        claimed={
+            "status": RunStatus.RUNNING,
+            "started_at": Coalesce("started_at", Value(now)),
+        },
     )
-    if not changed:
+    if held is None:
         return None
+    row, attempt = held
     return StageClaim(
-        plan_id, row["stage"], row["round"], attempts + 1, row["document"], row["progress"]
+        plan_id, row["stage"], row["round"], attempt, row["document"], row["progress"]
     )
 
 
@@ -526,9 +525,7 @@ def plans_reconcile(*, now: datetime | None = None, limit: int = 500) -> PlanRec
     report.stages_requeued = requeue_stale(
         Plan,
         single,
-        running={"stage_status": Stage.RUNNING},
-        queued={"stage_status": Stage.QUEUED},
-        attempts_field="stage_attempts",
+        columns=STAGE_COLUMNS,
         now=now,
         limit=limit,
         enqueue=lambda plan_id: _enqueue_stage(plan_id),
@@ -546,9 +543,6 @@ def plans_reconcile(*, now: datetime | None = None, limit: int = 500) -> PlanRec
     report.chunks_requeued = requeue_stale(
         PlanChunk,
         chunk_active,
-        running={"status": ChunkStatus.RUNNING},
-        queued={"status": ChunkStatus.QUEUED},
-        attempts_field="attempts",
         now=now,
         limit=limit,
         enqueue=lambda chunk_id: _enqueue_chunks([chunk_id]),

@@ -18,6 +18,7 @@ from simulations.choices import (
     RunStatus,
 )
 from simulations.fields import bounded
+from simulations.jobs import ClaimedJob
 from simulations.scenarios.models import Scenario
 
 
@@ -25,7 +26,7 @@ class RunImmutableError(RuntimeError):
     """Raised when code tries to ``save()`` an existing run instead of using the services."""
 
 
-class SimulationRun(models.Model):
+class SimulationRun(ClaimedJob):
     """One execution of a scenario on a Celery worker, and its result document.
 
     Lifecycle: queued → running → succeeded / failed / cancelled. Every transition is a
@@ -34,7 +35,8 @@ class SimulationRun(models.Model):
     claim (``status = running AND attempts = n``) may store it. The CheckConstraints keep
     each status consistent with its timestamps, result and error. ``document`` is the
     scenario as it was when the run was submitted. ``attempts`` counts deliveries to a
-    worker (at most ``HETPLANNER_MAX_ATTEMPTS``).
+    worker (at most ``HETPLANNER_MAX_ATTEMPTS``). The lifecycle columns it shares with a plan
+    come from :class:`~simulations.jobs.ClaimedJob`.
     """
 
     owner = models.ForeignKey(
@@ -50,12 +52,6 @@ class SimulationRun(models.Model):
         help_text="The scenario it runs (its document is copied into the run).",
     )
     document = models.JSONField(help_text="The scenario document as submitted.")
-    status = models.CharField(
-        max_length=16,
-        choices=RunStatus.choices,
-        default=RunStatus.QUEUED,
-        help_text="Lifecycle state.",
-    )
     progress = models.PositiveSmallIntegerField(
         default=0,
         validators=[MaxValueValidator(100)],
@@ -64,27 +60,10 @@ class SimulationRun(models.Model):
     attempts = models.PositiveSmallIntegerField(
         default=0, help_text="Times a worker claimed the run (count)."
     )
-    error = models.TextField(blank=True, help_text="Why it failed (empty otherwise).")
     result = models.JSONField(
         null=True,
         blank=True,
         help_text="The result document (docs/architecture.md) once succeeded.",
-    )
-    worker = models.CharField(
-        max_length=200, blank=True, help_text="Host and process id of the claiming worker."
-    )
-    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was submitted.")
-    enqueued_at = models.DateTimeField(
-        null=True, blank=True, help_text="When a task message was last sent for it."
-    )
-    started_at = models.DateTimeField(
-        null=True, blank=True, help_text="When a worker first claimed it."
-    )
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life from the claiming worker."
-    )
-    finished_at = models.DateTimeField(
-        null=True, blank=True, help_text="When it reached a final state."
     )
 
     class Meta:
@@ -94,10 +73,7 @@ class SimulationRun(models.Model):
             models.Index(fields=["status", "heartbeat_at"]),
         ]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(status__in=RunStatus.values),
-                name="%(app_label)s_%(class)s_status_valid",
-            ),
+            ClaimedJob.status_constraint(),
             bounded("progress", nullable=False, allow_zero=True, maximum=100),
             models.CheckConstraint(
                 condition=(
@@ -141,11 +117,6 @@ class SimulationRun(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.status})"
-
-    @property
-    def is_final(self) -> bool:
-        """Whether the run reached a state it never leaves."""
-        return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Insert only: every later change is a conditional update in the services."""

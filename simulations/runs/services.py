@@ -13,7 +13,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -32,10 +31,11 @@ from simulations.core.jsonsafe import finite
 from simulations.jobs import (
     MAX_ERROR_CHARS,
     ReconcileReport,
+    claim_row,
     mark_unsent,
     quota_check,
+    requeue_stale,
     resend_lost,
-    stale_before,
 )
 from simulations.runs.models import RunEvent, SimulationRun
 from simulations.scenarios.models import Scenario
@@ -117,46 +117,42 @@ class Claim:
 def run_claim(
     run_id: int, *, worker: str, resume_attempt: int | None = None, now: datetime | None = None
 ) -> Claim | None:
-    """Claim ``run_id`` for this delivery with one conditional UPDATE, or return None.
+    """Claim ``run_id`` for this delivery with one conditional UPDATE
+    (:func:`~simulations.jobs.claim_row`), or return None.
 
     Claimable: queued, or running with a stale heartbeat (its worker died), or — when a
     task retries after a transient error — running under ``resume_attempt``. The update
-    also increments ``attempts``; a run that already used ``HETPLANNER_MAX_ATTEMPTS``
-    deliveries is failed instead. None means another worker holds it or it is final.
+    also increments ``attempts`` and writes a ``claimed`` event; a run that already used
+    ``HETPLANNER_MAX_ATTEMPTS`` deliveries is failed instead. None means another worker
+    holds it or it is final.
     """
     now = now or timezone.now()
-    row = SimulationRun.objects.filter(pk=run_id).values("attempts", "document", "worker").first()
-    if row is None:
-        return None
-    attempts = row["attempts"]
-    claimable = Q(status=RunStatus.QUEUED) | Q(
-        status=RunStatus.RUNNING, heartbeat_at__lt=stale_before(now)
-    )
-    if resume_attempt is not None:
-        claimable |= Q(status=RunStatus.RUNNING, attempts=resume_attempt)
-    if attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
-        lost = f" (last worker: {row['worker']})" if row["worker"] else ""
+
+    def give_up(guard: Any, row: dict[str, Any], attempts: int, lost: str) -> None:
         _finish(
-            SimulationRun.objects.filter(claimable, pk=run_id, attempts=attempts),
+            guard,
             run_id,
             attempts,
             RunStatus.FAILED,
             error=f"gave up after {attempts} attempts: the worker running it was lost{lost}",
             now=now,
         )
+
+    held = claim_row(
+        SimulationRun,
+        run_id,
+        fields=("document",),
+        worker=worker,
+        now=now,
+        give_up=give_up,
+        resume_attempt=resume_attempt,
+        claimed={"started_at": Coalesce("started_at", Value(now)), "progress": 0},
+        on_claimed=lambda row, attempt: _event(run_id, RunEventKind.CLAIMED, attempt, worker),
+    )
+    if held is None:
         return None
-    with transaction.atomic():
-        changed = SimulationRun.objects.filter(claimable, pk=run_id, attempts=attempts).update(
-            status=RunStatus.RUNNING,
-            attempts=attempts + 1,
-            started_at=Coalesce("started_at", Value(now)),
-            heartbeat_at=now,
-            progress=0,
-            worker=worker[:200],
-        )
-        if changed:
-            _event(run_id, RunEventKind.CLAIMED, attempts + 1, worker)
-    return Claim(run_id, attempts + 1, row["document"]) if changed else None
+    row, attempt = held
+    return Claim(run_id, attempt, row["document"])
 
 
 def run_mark_progress(run_id: int, attempt: int, percent: int) -> bool:
@@ -234,33 +230,31 @@ def runs_reconcile(*, now: datetime | None = None, limit: int = 500) -> Reconcil
     """
     now = now or timezone.now()
     report = ReconcileReport()
-    stale = SimulationRun.objects.filter(
-        status=RunStatus.RUNNING, heartbeat_at__lt=stale_before(now)
-    ).values_list("pk", "attempts", "worker")[:limit]
-    for run_id, attempts, worker in stale:
-        guard = SimulationRun.objects.filter(
-            pk=run_id,
-            status=RunStatus.RUNNING,
-            attempts=attempts,
-            heartbeat_at__lt=stale_before(now),
-        )
-        if attempts >= settings.HETPLANNER_MAX_ATTEMPTS:
-            if _finish(
-                guard,
-                run_id,
-                attempts,
-                RunStatus.FAILED,
-                now=now,
-                error=f"gave up after {attempts} attempts: the worker running it was lost "
-                f"(last worker: {worker or 'unknown'})",
-            ):
-                report.failed.append(run_id)
-            continue
-        with transaction.atomic():
-            if guard.update(status=RunStatus.QUEUED, enqueued_at=now, progress=0, worker=""):
-                _event(run_id, RunEventKind.REQUEUED, attempts, f"no heartbeat from {worker}")
-                transaction.on_commit(partial(_enqueue, run_id))
-                report.requeued.append(run_id)
+
+    def give_up(guard: Any, run_id: int, attempts: int, worker: str) -> None:
+        if _finish(
+            guard,
+            run_id,
+            attempts,
+            RunStatus.FAILED,
+            now=now,
+            error=f"gave up after {attempts} attempts: the worker running it was lost "
+            f"(last worker: {worker or 'unknown'})",
+        ):
+            report.failed.append(run_id)
+
+    report.requeued = requeue_stale(
+        SimulationRun,
+        Q(),
+        now=now,
+        limit=limit,
+        enqueue=lambda run_id: _enqueue(run_id),
+        requeued_values={"progress": 0},
+        on_requeued=lambda run_id, attempts, worker: _event(
+            run_id, RunEventKind.REQUEUED, attempts, f"no heartbeat from {worker}"
+        ),
+        give_up=give_up,
+    )
     report.resent = resend_lost(
         SimulationRun,
         Q(),

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from simulations.jobs import ChunkJob
+from simulations.jobs import ChunkJob, Job
 
 
 class SweepStatus(models.TextChoices):
@@ -42,7 +42,7 @@ class ConfigurationStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class Sweep(models.Model):
+class Sweep(Job):
     """A scenario template and parameter axes, expanded into ``total`` configurations."""
 
     owner = models.ForeignKey(
@@ -75,12 +75,8 @@ class Sweep(models.Model):
     summary = models.JSONField(
         null=True, blank=True, help_text="Written by the finaliser: counts and best configurations."
     )
-    created_at = models.DateTimeField(auto_now_add=True, help_text="When it was submitted.")
     started_at = models.DateTimeField(
         null=True, blank=True, help_text="When a worker started its first chunk."
-    )
-    finished_at = models.DateTimeField(
-        null=True, blank=True, help_text="When it reached a final state."
     )
 
     class Meta:

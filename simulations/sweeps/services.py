@@ -518,9 +518,6 @@ def sweeps_reconcile(*, now: datetime | None = None, limit: int = 500) -> SweepR
     report.requeued = requeue_stale(
         SweepChunk,
         active,
-        running={"status": ChunkStatus.RUNNING},
-        queued={"status": ChunkStatus.QUEUED},
-        attempts_field="attempts",
         now=now,
         limit=limit,
         enqueue=lambda chunk_id: _enqueue_chunk(chunk_id),

@@ -1,4 +1,4 @@
-"""Bad bytes in API bodies (issue 16): a NUL character anywhere a JSON body carries text, a
+"""Bad bytes in API bodies: a NUL character anywhere a JSON body carries text, a
 document nested deeper than the depth limit, and numbers JSON cannot represent are refused
 with 400 naming the field by its JSON path, before anything is stored (PostgreSQL cannot
 store ``\\u0000`` in text or jsonb columns, so these were 500s there)."""

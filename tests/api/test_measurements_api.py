@@ -1,4 +1,4 @@
-"""``/api/measurements/`` and ``/api/calibrations/`` (issue 18, items 1 and 6): imports as
+"""``/api/measurements/`` and ``/api/calibrations/``: imports as
 multipart CSV, CSV text or JSON rows; bad rows answer 400 naming line and column and store
 nothing; private sets and fits are invisible to others; a fit is saved as a private
 profile, and publishing is refused to non-staff."""

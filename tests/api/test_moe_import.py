@@ -1,4 +1,4 @@
-"""Mixture-of-experts configs through the Hugging Face import endpoint (issue 21): the
+"""Mixture-of-experts configs through the Hugging Face import endpoint: the
 blocks are stored and read back; a malformed MoE config is a 400 naming the field and
 nothing is stored."""
 

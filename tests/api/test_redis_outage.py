@@ -1,4 +1,4 @@
-"""The API while Redis is down (issue 16, defect 1).
+"""The API while Redis is down.
 
 Redis holds the throttle counters (the cache) and, in a deployment with ``REDIS_URL``, the
 Celery broker. Both are pointed here at a local port where nothing listens: the API keeps

@@ -1,4 +1,4 @@
-"""The OpenAPI schema says what the server accepts (issue 16, defect 10): ``ordering``
+"""The OpenAPI schema says what the server accepts: ``ordering``
 values, positive numbers, request property types and unknown properties. The live
 schemathesis run (test_schemathesis_live.py) checks the whole API; these pin the cases
 it found."""

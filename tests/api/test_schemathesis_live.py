@@ -1,4 +1,4 @@
-"""The schemathesis CLI against a live server (issue 16): ``schemathesis run <schema url>
+"""The schemathesis CLI against a live server: ``schemathesis run <schema url>
 --checks all`` on a real gunicorn process serving this session's test database, signed in
 with a real user's API token, finds no server error and no disagreement between the schema
 and the server.

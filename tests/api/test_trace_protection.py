@@ -1,6 +1,6 @@
 """Traces have an owner and an explicit visibility (private / shared / public), and a trace
 that scenarios, sweeps, plans or workloads use cannot be deleted: 409 naming the referrers,
-nothing deleted (issue 16, defect 9)."""
+nothing deleted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The JSON input sanitiser (issue 16): depth refused by a linear scan before parsing, NUL
+"""The JSON input sanitiser: depth refused by a linear scan before parsing, NUL
 characters and non-finite numbers by JSON path."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Calibration pages (issue 18, items 1 and 6): import a measurement set (bad cells named
+"""Calibration pages: import a measurement set (bad cells named
 by line and column, nothing stored), another user's private set is a 404, fit → the chart
 of measured against predicted, the residuals and fitted values, save a private profile,
 and publishing refused to non-staff."""

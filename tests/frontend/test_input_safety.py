@@ -1,4 +1,4 @@
-"""Bad bytes through the pages (issue 16): a NUL character in a query string (400) or a
+"""Bad bytes through the pages: a NUL character in a query string (400) or a
 path (404), in a scenario, plan or Hugging Face config the pages submit (400 beside the
 field, nothing stored), and JSON nested too deeply to parse (400 before parsing)."""
 

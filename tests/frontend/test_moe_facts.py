@@ -1,4 +1,4 @@
-"""The catalog pages' model facts count every expert of a mixture of experts (issue 21)."""
+"""The catalog pages' model facts count every expert of a mixture of experts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a page costs the server (issue 16, Load): database queries per page bounded and
+"""What a page costs the server: database queries per page bounded and
 independent of the number of catalog rows, and the run page's HTML under a size bound (its
 charts' data is fetched from a JSON endpoint, not inlined in the page)."""
 

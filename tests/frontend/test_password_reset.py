@@ -1,4 +1,4 @@
-"""Password reset tells the truth about mail (issue 16, defect 10): the default backend
+"""Password reset tells the truth about mail: the default backend
 prints mail on the server's console (configurable with ``EMAIL_URL`` or ``EMAIL_BACKEND``),
 and the reset pages say where the mail went when it is not really sent."""
 

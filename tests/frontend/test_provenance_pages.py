@@ -1,4 +1,4 @@
-"""Provenance on the pages (issue 18, item 4): the run page's per-device entries, the
+"""Provenance on the pages: the run page's per-device entries, the
 builder (as soon as a device and stack are chosen) and the plan's recommendation say how
 far the figures can be trusted, in words a planner understands."""
 

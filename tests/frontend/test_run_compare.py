@@ -1,4 +1,4 @@
-"""Comparing saved runs (issue 22 item 3): the run list's headline metrics and checkboxes,
+"""Comparing saved runs: the run list's headline metrics and checkboxes,
 and one comparison page for the selected runs, visible only to whoever may see each run."""
 
 from __future__ import annotations

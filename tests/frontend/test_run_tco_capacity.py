@@ -1,4 +1,4 @@
-"""The run page's total cost of ownership and capacity tables (issue 22 items 1 and 2)."""
+"""The run page's total cost of ownership and capacity tables."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Trace pages: visibility (private / shared / public) and a delete that refuses, with 409
-naming the referrers, while scenarios use the trace (issue 16, defect 9)."""
+naming the referrers, while scenarios use the trace."""
 
 from __future__ import annotations
 

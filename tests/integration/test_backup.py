@@ -1,4 +1,4 @@
-"""Backup and restore, as the README's "Backup and restore" section documents them (issue 16):
+"""Backup and restore, as the README's "Backup and restore" section documents them:
 a dump of a populated database restored into an EMPTY database holds the same number of rows
 of every model.
 

@@ -1,4 +1,4 @@
-"""The web service's gunicorn configuration (issue 16, Load): threaded workers sized for a
+"""The web service's gunicorn configuration: threaded workers sized for a
 2-core machine, used by the Dockerfile and compose, and persistent database connections."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Real worker and beat processes write the heartbeats ``/healthz`` reads (issue 16,
-operations): healthy while they run, 503 naming them once they are killed."""
+"""Real worker and beat processes write the heartbeats ``/healthz`` reads: healthy while they
+run, 503 naming them once they are killed."""
 
 from __future__ import annotations
 

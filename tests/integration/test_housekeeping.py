@@ -1,5 +1,5 @@
 """The reconcilers run on their own queue, so a backlog of simulations does not delay the
-recovery of a job whose worker died (issue 16, defect 2).
+recovery of a job whose worker died.
 
 Two real worker processes, as a deployment runs them: one consumes only the jobs' queue (one
 pool process, no beat), the other only the housekeeping queue, with the beat. The jobs'

@@ -1,4 +1,4 @@
-"""The capacity-search job on real Celery worker processes (issue 10): the screen, rounds
+"""The capacity-search job on real Celery worker processes: the screen, rounds
 fanned out as groups of chunk tasks, the decide stage and the load sensitivity, and
 exactly-once recording when a worker child is killed mid-plan.
 
@@ -106,8 +106,16 @@ def test_sigkill_of_a_worker_child_mid_plan_records_every_configuration_once(
         chunk = chunk_on_our_child()
         if chunk is None:
             return None
-        still_running = PlanChunk.objects.filter(pk=chunk["id"], status=ChunkStatus.RUNNING)
-        return stopped_if(int(chunk["worker"].rsplit(":", 1)[1]), still_running.exists) and chunk
+        keys = [c["key"] for c in chunk["configs"]]
+
+        def holds_unrecorded_work() -> bool:
+            # A chunk whose configurations are all recorded needs no second delivery: the
+            # round completes without it, so a kill then would test nothing (and leave the
+            # chunk at one attempt).
+            running = PlanChunk.objects.filter(pk=chunk["id"], status=ChunkStatus.RUNNING)
+            return running.exists() and len(services.recorded_keys(plan.pk, keys)) < len(keys)
+
+        return stopped_if(int(chunk["worker"].rsplit(":", 1)[1]), holds_unrecorded_work) and chunk
 
     try:
         chunk = wait_for(stopped_holding_a_chunk, timeout_s=180, interval_s=0.02)

@@ -1,4 +1,4 @@
-"""Worker loss, poison tasks and time limits, on real Celery worker processes (issue 8).
+"""Worker loss, poison tasks and time limits, on real Celery worker processes.
 
 Against PostgreSQL and Redis when ``DATABASE_URL``/``REDIS_URL`` are set (``.ci/run`` sets
 them), against the embedded defaults otherwise. Workers are started with short timings

@@ -1,5 +1,5 @@
 """Sweeps on real Celery worker processes: chunked fan-out, exactly-once recording when a
-worker child is killed mid-sweep, the finaliser (issue 8)."""
+worker child is killed mid-sweep, the finaliser."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A large trace upload is parsed by a real worker process (issue 16, defect 5)."""
+"""A large trace upload is parsed by a real worker process."""
 
 from __future__ import annotations
 

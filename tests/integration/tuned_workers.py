@@ -1,4 +1,4 @@
-"""Worker processes with short lifecycle timings, for the worker-loss tests of issue 8.
+"""Worker processes with short lifecycle timings, for the worker-loss tests.
 
 Same as the session's live worker (``tests/conftest.py``: a real ``celery worker`` with the
 reconciler's beat, on this session's test database and queue) but started with lower

@@ -1,4 +1,4 @@
-"""``/healthz`` and ``manage.py healthcheck`` (issue 16, operations): database, broker and the
+"""``/healthz`` and ``manage.py healthcheck``: database, broker and the
 heartbeats of the jobs' worker, the housekeeping worker and beat."""
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """Seeding never overwrites a staff edit: each seeded row keeps a snapshot of what the seed
-last wrote (``seed_values``); a reseed updates only rows still equal to their snapshot
-(issue 16, defect 7)."""
+last wrote (``seed_values``); a reseed updates only rows still equal to their snapshot."""
 
 from __future__ import annotations
 

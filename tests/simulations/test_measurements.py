@@ -1,4 +1,4 @@
-"""Measurement sets as catalog data and calibrations (issue 18, items 1 and 6): import
+"""Measurement sets as catalog data and calibrations: import
 through the service and the CLI (bad cells named by line and column, nothing stored
 half-way), visibility, the fit, saving a private profile and publishing."""
 

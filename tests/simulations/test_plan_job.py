@@ -184,6 +184,31 @@ def test_a_stage_that_keeps_losing_its_worker_fails_the_plan(
     assert plan.status == RunStatus.FAILED and "gave up after" in plan.error
 
 
+def test_a_screen_whose_worker_died_is_requeued_and_the_next_claim_counts_the_attempt(
+    builtin_catalog_rows: Any, user: Any, outbox: Outbox
+) -> None:
+    plan = services.plan_create(spec=_doc(), owner=user)
+    outbox.stages.clear()
+    claim = services.stage_claim(plan.pk, worker="dead:1")
+    assert claim is not None and claim.attempt == 1
+    # A second delivery while the heartbeat is fresh does not take the stage.
+    assert services.stage_claim(plan.pk, worker="w:2") is None
+    old = timezone.now() - timedelta(seconds=settings.HETPLANNER_HEARTBEAT_STALE_S + 5)
+    Plan.objects.filter(pk=plan.pk).update(heartbeat_at=old)
+    report = services.plans_reconcile()
+    assert report.stages_requeued == [plan.pk]
+    assert outbox.stages == [plan.pk]
+    row = Plan.objects.values("status", "stage_status", "stage_attempts", "worker").get(pk=plan.pk)
+    assert row == {
+        "status": RunStatus.RUNNING,
+        "stage_status": "queued",
+        "stage_attempts": 1,
+        "worker": "",
+    }
+    again = services.stage_claim(plan.pk, worker="w:3")
+    assert again is not None and again.attempt == 2 and again.stage == PlanStage.SCREEN
+
+
 def test_a_cancelled_plan_stops_and_keeps_what_was_recorded(
     builtin_catalog_rows: Any, user: Any, outbox: Outbox
 ) -> None:

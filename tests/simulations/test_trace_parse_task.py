@@ -1,4 +1,4 @@
-"""Large trace uploads are parsed by a worker (issue 16, defect 5): the upload stores the
+"""Large trace uploads are parsed by a worker: the upload stores the
 trace ``queued`` after cheap checks, the ``parse_trace`` task claims it with one
 conditional update and stores the columns (``done``) or the line at fault (``failed``)."""
 

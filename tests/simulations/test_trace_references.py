@@ -1,5 +1,5 @@
 """The services record which traces a sweep's configurations use — the template's and
-every axis value's — so none of them can be deleted under it (issue 16, defect 9)."""
+every axis value's — so none of them can be deleted under it."""
 
 from __future__ import annotations
 

@@ -151,6 +151,8 @@ class PolicyTraits:
     host_roles: frozenset[str]
     #: Whether the system must fit in one node (``max_devices_per_node`` bounds it whole).
     single_node: bool
+    #: Roles whose count equals another role's (role → the role it follows): no device slot.
+    paired_roles: tuple[tuple[str, str], ...] = ()
 
 
 def policy_traits(policy: str) -> PolicyTraits:
@@ -162,6 +164,7 @@ def policy_traits(policy: str) -> PolicyTraits:
         tensor_parallel_role=cls.tensor_parallel_role,
         host_roles=frozenset(cls.host_roles),
         single_node=bool(cls.single_node),
+        paired_roles=tuple(sorted(cls.paired_roles.items())),
     )
 
 
@@ -179,6 +182,33 @@ def role_may_be_empty(policy: str, role: RoleSpec, eligible: int) -> bool:
     if role.required:
         return False
     return not (is_host_role(policy, role.name) and eligible > 0)
+
+
+def role_option_sets(
+    policy: str, options: Sequence[tuple[str, Sequence[Any]]]
+) -> list[dict[str, Any]]:
+    """Every combination of the values a policy entry lists for the policy's
+    :attr:`~simulations.core.policies.base.Policy.role_options` (the declared default where
+    it lists none): one per layout of roles its systems may have."""
+    cls = get_policy(policy)
+    declared = {o.name: o.default for o in cls.options}
+    listed = dict(options)
+    names = [n for n in cls.role_options if n in declared]
+    values = [tuple(listed.get(n, (declared[n],))) for n in names]
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+def plan_roles(policy: str, options: Mapping[str, Any]) -> tuple[RoleSpec, ...]:
+    """The roles the planner fills for a system of ``policy`` with ``options`` (an option
+    set of a policy entry; the role options it does not list take their defaults)."""
+    cls = get_policy(policy)
+    declared = {o.name: o.default for o in cls.options}
+    chosen = {n: options.get(n, declared.get(n)) for n in cls.role_options}
+    return cls.plan_roles(chosen)
+
+
+def _layout_text(layout: Mapping[str, Any]) -> str:
+    return f" with {', '.join(f'{k} {v}' for k, v in layout.items())}" if layout else ""
 
 
 def count_range(policy: str, role: str, choice: DeviceChoice) -> tuple[int, int]:
@@ -235,8 +265,8 @@ class Constraints:
     single-node (:attr:`PolicyTraits.single_node`: ``glitches`` streams KV caches GPU →
     host → FPGA; ``neo``, ``gpu-only`` and ``fastdecode+`` are one tensor-parallel GPU
     group with its host CPU; ``h2m2`` is one board) must fit in one node, since the engine
-    models a single host. A host role (:attr:`PolicyTraits.host_roles`) takes no device
-    slot.
+    models a single host. A host role (:attr:`PolicyTraits.host_roles`) or a paired role
+    (:attr:`PolicyTraits.paired_roles`: one host CPU beside each GPU) takes no device slot.
     """
 
     max_capex_usd: float | None = None
@@ -611,7 +641,11 @@ def _memory_variants(
 
 
 def _policy_entries(
-    errs: Errors, value: Any, devices: Sequence[DeviceChoice], by_slug: Mapping[str, list[int]]
+    errs: Errors,
+    value: Any,
+    devices: Sequence[DeviceChoice],
+    by_slug: Mapping[str, list[int]],
+    model: ModelSpec | None = None,
 ) -> list[PolicyChoice]:
     path = "space.policies"
     entries = read_list(errs, path, value, minimum=1, maximum=MAX_POLICY_ENTRIES)
@@ -636,6 +670,10 @@ def _policy_entries(
                 f"policy {name!r} cannot be searched: {cls.unscreened_why} "
                 f"(searchable: {', '.join(screened_policies())})",
             )
+            continue
+        why_not = cls.plan_model_error(model) if model is not None else None
+        if why_not is not None:
+            errs.add(key_path(p, "policy"), f"policy {name!r} cannot serve this model: {why_not}")
             continue
         before = len(errs.by_path)
         declared = {o.name: o for o in cls.options}
@@ -667,6 +705,10 @@ def _policy_entries(
                     errs.add(getattr(exc, "field", f"{op}[{j}]"), getattr(exc, "message", str(exc)))
             uniq = tuple(dict.fromkeys(checked))
             refused = [(j, cls.unsearchable_option(str(key), v)) for j, v in enumerate(uniq)]
+            if model is not None:
+                refused += [
+                    (j, cls.plan_option_error(model, str(key), v)) for j, v in enumerate(uniq)
+                ]
             refused = [(j, why) for j, why in refused if why is not None]
             if refused:
                 errs.add(f"{op}[{refused[0][0]}]", str(refused[0][1]))
@@ -688,17 +730,20 @@ def _policy_entries(
                 allowed.extend(k for k in idx if k not in allowed)
         if len(errs.by_path) != before:
             continue
-        for role in cls.roles:
-            eligible = [
-                k for k in allowed if not role.kinds or devices[k].device.kind in role.kinds
-            ]
-            if role.required and not eligible:
-                kinds = ", ".join(role.kinds) or "any"
-                errs.add(
-                    key_path(p, "devices") if obj.get("devices") is not None else "space.devices",
-                    f"policy {name!r} needs a device for its role {role.name!r} "
-                    f"({kinds}); none of the listed devices can play it",
-                )
+        for layout in role_option_sets(name, options):
+            for role in cls.plan_roles(layout):
+                eligible = [
+                    k for k in allowed if not role.kinds or devices[k].device.kind in role.kinds
+                ]
+                if role.required and not eligible:
+                    kinds = ", ".join(role.kinds) or "any"
+                    errs.add(
+                        key_path(p, "devices")
+                        if obj.get("devices") is not None
+                        else "space.devices",
+                        f"policy {name!r}{_layout_text(layout)} needs a device for its role "
+                        f"{role.name!r} ({kinds}); none of the listed devices can play it",
+                    )
         out.append(PolicyChoice(len(out), name, tuple(sorted(options)), tuple(sorted(allowed))))
     return out
 
@@ -711,22 +756,28 @@ def count_configurations(devices: Sequence[DeviceChoice], policies: Sequence[Pol
     for pol in policies:
         cls = get_policy(pol.policy)
         n_opts = math.prod(len(v) for _, v in pol.options)
-        per_roles = 1
-        all_may_be_empty = True
-        for role in cls.roles:
-            eligible = [
-                devices[k]
-                for k in pol.devices
-                if not role.kinds or devices[k].device.kind in role.kinds
-            ]
-            ranges = [count_range(pol.policy, role.name, d) for d in eligible]
-            n = sum(hi - lo + 1 for lo, hi in ranges)
-            empty = role_may_be_empty(pol.policy, role, len(eligible))
-            all_may_be_empty = all_may_be_empty and empty
-            per_roles *= n + (1 if empty else 0)
-        if all_may_be_empty:
-            per_roles -= 1  # the assignment with no device at all
-        total += n_opts * max(per_roles, 0)
+        layouts = role_option_sets(pol.policy, pol.options)
+        # the option sets are every layout's with each combination of the other options
+        per_layout = n_opts // len(layouts)
+        for layout in layouts:
+            per_roles = 1
+            all_may_be_empty = True
+            for role in cls.plan_roles(layout):
+                eligible = [
+                    devices[k]
+                    for k in pol.devices
+                    if not role.kinds or devices[k].device.kind in role.kinds
+                ]
+                ranges = [count_range(pol.policy, role.name, d) for d in eligible]
+                n = sum(hi - lo + 1 for lo, hi in ranges)
+                if role.name in cls.paired_roles:
+                    n = len(eligible)  # the count follows the leader's: one per entry at most
+                empty = role_may_be_empty(pol.policy, role, len(eligible))
+                all_may_be_empty = all_may_be_empty and empty
+                per_roles *= n + (1 if empty else 0)
+            if all_may_be_empty:
+                per_roles -= 1  # the assignment with no device at all
+            total += per_layout * max(per_roles, 0)
     return total
 
 
@@ -772,7 +823,7 @@ def parse_plan(
         if obj is not None:
             reject_unknown_keys(errs, "space", obj, _SPACE_KEYS)
             devices, by_slug = _device_entries(errs, obj.get("devices"), catalog)
-            policies = _policy_entries(errs, obj.get("policies"), devices, by_slug)
+            policies = _policy_entries(errs, obj.get("policies"), devices, by_slug, model)
     constraints = _constraints(errs, doc.get("constraints"))
     search = _search(errs, doc.get("search"))
     costs = parse_costs(errs, "costs", doc.get("costs"), catalog.devices, catalog.cloud_offers)
@@ -822,7 +873,9 @@ __all__ = [
     "count_range",
     "is_host_role",
     "parse_plan",
+    "plan_roles",
     "policy_traits",
     "role_may_be_empty",
+    "role_option_sets",
     "trace_names",
 ]

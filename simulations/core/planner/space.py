@@ -24,12 +24,14 @@ from typing import Any
 import numpy as np
 
 from simulations.core.policies import get_policy
+from simulations.core.policies.base import RoleSpec
 from simulations.core.scenario import MAX_DEVICES_PER_SYSTEM
 from simulations.core.spec import DevicePlacement, SystemSpec
 
 from .document import (
     PlanSpec,
     count_range,
+    plan_roles,
     policy_traits,
     role_may_be_empty,
 )
@@ -218,22 +220,27 @@ def config_from_dict(d: dict[str, Any], plan: PlanSpec) -> Config:
 def signatures(plan: PlanSpec) -> Iterator[Signature]:
     """Every signature of the plan's space, in a deterministic order."""
     for pol in plan.policies:
-        cls = get_policy(pol.policy)
-        per_role: list[list[int | None]] = []
-        for role in cls.roles:
-            eligible: list[int | None] = [
-                k
-                for k in pol.devices
-                if not role.kinds or plan.devices[k].device.kind in role.kinds
-            ]
-            if role_may_be_empty(pol.policy, role, len(eligible)):
-                eligible = [None, *eligible]
-            per_role.append(eligible)
+        layouts: dict[tuple[RoleSpec, ...], list[list[int | None]]] = {}
         for opts in pol.option_sets():
+            # the roles this option set's systems fill (its policy's plan_roles)
+            roles_of = plan_roles(pol.policy, dict(opts))
+            per_role = layouts.get(roles_of)
+            if per_role is None:
+                per_role = []
+                for role in roles_of:
+                    eligible: list[int | None] = [
+                        k
+                        for k in pol.devices
+                        if not role.kinds or plan.devices[k].device.kind in role.kinds
+                    ]
+                    if role_may_be_empty(pol.policy, role, len(eligible)):
+                        eligible = [None, *eligible]
+                    per_role.append(eligible)
+                layouts[roles_of] = per_role
             for combo in product(*per_role):
                 roles = tuple(
                     (role.name, entry)
-                    for role, entry in zip(cls.roles, combo, strict=True)
+                    for role, entry in zip(roles_of, combo, strict=True)
                     if entry is not None
                 )
                 if roles:
@@ -282,7 +289,8 @@ def violated_constraint(
     """Index into :data:`CONSTRAINT_ORDER` of the first violated constraint, or -1.
 
     ``slots`` are the devices that take a place in a node (all of ``devices`` by default;
-    a host of one of the policy's :attr:`~.spec.PolicyTraits.host_roles` takes none).
+    a host of one of the policy's :attr:`~.spec.PolicyTraits.host_roles` or
+    :attr:`~.spec.PolicyTraits.paired_roles` takes none).
     ``max_devices_per_node`` bounds the whole system of a policy that declares itself
     :attr:`~.spec.PolicyTraits.single_node` (its devices exchange data through one host:
     GLITCHES streams KV caches GPU → host → FPGA; Neo-style systems are one node with a
@@ -318,6 +326,15 @@ def enumerate_space(plan: PlanSpec) -> Space:
     for sig in signatures(plan):
         choices = [plan.devices[e] for _, e in sig.roles]
         counts = _count_grid([count_range(sig.policy, r, plan.devices[e]) for r, e in sig.roles])
+        traits = policy_traits(sig.policy)
+        if traits.paired_roles:
+            # a paired role's count is its leader's (one host beside every GPU)
+            cols = {r: k for k, (r, _) in enumerate(sig.roles)}
+            for role, leader in traits.paired_roles:
+                if role in cols and leader in cols:
+                    counts = counts[counts[:, cols[role]] == counts[:, cols[leader]]]
+            if not len(counts):
+                continue
         step = replica_devices(sig)
         if step > 1:
             # only whole replicas of a tensor-parallel group are systems at all
@@ -329,8 +346,8 @@ def enumerate_space(plan: PlanSpec) -> Space:
         capex = counts @ prices
         power = counts @ tdps
         devices = counts.sum(axis=1)
-        hosts = policy_traits(sig.policy).host_roles
-        in_node = [k for k, (r, _) in enumerate(sig.roles) if r not in hosts]
+        beside = traits.host_roles | {r for r, _ in traits.paired_roles}
+        in_node = [k for k, (r, _) in enumerate(sig.roles) if r not in beside]
         slots = counts[:, in_node].sum(axis=1)
         total += len(counts)
         bad = violated_constraint(plan, sig.policy, devices, capex, power, slots)

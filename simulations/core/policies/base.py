@@ -75,6 +75,11 @@ class Policy(ABC):
         Whether the system's devices must share one node (they exchange data through one
         host, form one tensor-parallel group, or are one board): the planner's
         ``max_devices_per_node`` then bounds the whole system.
+    ``paired_roles``
+        Roles whose count must equal another role's, by role name (``{"host": "gpu"}``:
+        one host CPU beside every GPU): the planner tries only counts where they are equal
+        (within the paired entry's own ``[min_count, max_count]``), and such a role takes no
+        device slot of a node (its devices sit beside the others, not in their slots).
 
     :func:`register` checks that these name declared roles and that a policy with a
     tensor-parallel group or a host role is single-node (one group, one host).
@@ -87,6 +92,7 @@ class Policy(ABC):
     tensor_parallel_role: ClassVar[str | None] = None
     host_roles: ClassVar[frozenset[str]] = frozenset()
     single_node: ClassVar[bool] = False
+    paired_roles: ClassVar[Mapping[str, str]] = {}
 
     #: Options a system of this policy starts with when it is created in the builder or
     #: through the API (stored with it; the declared defaults above still apply to every
@@ -198,6 +204,30 @@ class Policy(ABC):
         that models other hardware than the devices the plan prices."""
         return None
 
+    #: Options that decide which of the roles a system fills and which device kinds play
+    #: them (:meth:`plan_roles`); empty: every system has the declared :attr:`roles`.
+    role_options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def plan_roles(cls, options: Mapping[str, Any]) -> tuple[RoleSpec, ...]:
+        """The roles a system with ``options`` (the :attr:`role_options`, defaults filled
+        in) has, in the declared order: what the capacity planner fills with devices. A
+        role left out is never filled; one marked required is never left empty. The
+        default: the declared :attr:`roles`."""
+        return cls.roles
+
+    @classmethod
+    def plan_model_error(cls, model: ModelSpec) -> str | None:
+        """Why a plan for ``model`` cannot search this policy at all (None: it can); e.g. a
+        policy that places experts, asked to serve a dense model."""
+        return None
+
+    @classmethod
+    def plan_option_error(cls, model: ModelSpec, name: str, value: Any) -> str | None:
+        """Why a plan for ``model`` cannot try ``value`` for option ``name`` (None: it can);
+        e.g. more experts than the model has."""
+        return None
+
     @classmethod
     def replica_devices(cls, options: Mapping[str, Any]) -> int:
         """Devices one engine unit spans under the resolved ``options`` (a data-parallel
@@ -246,6 +276,16 @@ def _check_layout(cls: type[Policy]) -> None:
         raise ValueError(f"policy {cls.name!r}: tensor_parallel_role {tp!r} is not a role")
     if tp is not None and tp in cls.host_roles:
         raise ValueError(f"policy {cls.name!r}: role {tp!r} cannot be both host and TP group")
+    for role, leader in cls.paired_roles.items():
+        if role not in role_names or leader not in role_names or role == leader:
+            raise ValueError(
+                f"policy {cls.name!r}: paired role {role!r} must follow another of its roles"
+            )
+        if role in cls.host_roles or role == tp or leader in cls.paired_roles:
+            raise ValueError(
+                f"policy {cls.name!r}: paired role {role!r} cannot be a host role, the "
+                "tensor-parallel group or follow a paired role"
+            )
     if (tp is not None or cls.host_roles) and not cls.single_node:
         raise ValueError(
             f"policy {cls.name!r}: a tensor-parallel group or a host role makes the system "

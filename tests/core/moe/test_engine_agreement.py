@@ -1,6 +1,6 @@
 """Mixture-of-experts systems on the engine: the fast path (decode curves, fast-forward)
 gives the step-by-step reference's times, with continuous batching, chunked prefill,
-expert parallelism and offloading (issue 21; docs/architecture.md "Modelling principles")."""
+expert parallelism and offloading."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Expert parallelism: all-to-all bytes, the layouts with tensor parallelism, the busiest
-device under skewed routing (issue 21, item 3)."""
+device under skewed routing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hugging Face configs of mixture-of-experts models import (issue 21, item 5).
+"""Hugging Face configs of mixture-of-experts models import.
 
 The dicts are the published ``config.json`` files' shape keys (the URLs each catalog record
 cites); keys that do not shape the model (rope scaling, token ids, …) are left out."""

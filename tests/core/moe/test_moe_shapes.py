@@ -1,4 +1,4 @@
-"""Mixture-of-experts and MLA shapes: parameter counts, memory, KV cache (issue 21, item 1)."""
+"""Mixture-of-experts and MLA shapes: parameter counts, memory, KV cache."""
 
 from __future__ import annotations
 

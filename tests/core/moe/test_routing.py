@@ -1,5 +1,5 @@
 """Expected distinct experts a pass touches, checked by sampling; the decode step's cost
-rising with batch until every expert is read (issue 21, item 2)."""
+rising with batch until every expert is read."""
 
 from __future__ import annotations
 

@@ -312,3 +312,126 @@ def random_disaggregated_plan(seed: int) -> dict[str, Any]:
     doc["space"]["policies"] = policies
     doc["name"] = f"random disaggregated plan {seed}"
     return doc
+
+
+#: GPUs for expert offloading (quoted where the catalog has no price) and their host CPUs.
+OFFLOAD_GPUS = (("l40s", 8000.0), ("a100-40gb", None), ("a100-80gb", None), ("v100s", None))
+OFFLOAD_HOSTS = (("epyc-9575f", 4000.0), ("xeon-6980p", 5000.0), ("g5-16xlarge-cpu", 6000.0))
+#: Routed experts kept per layer to try, by model (0: as many as fit).
+OFFLOAD_SPLITS = {"qwen3-30b-a3b": (0, 16, 64, 100), "mixtral-8x7b": (0, 2, 5, 7)}
+
+
+def random_moe_offload_plan(seed: int) -> dict[str, Any]:
+    """A plan document over expert offloading (``moe-offload``): GPUs with one host CPU each
+    (GPU and host entries, counts and the offload split — routed experts kept on the GPU —
+    searched, the per-layer rule or a forced host CPU / stream, routing skew), in some plans
+    the same split on H2M2 boards (``cold_tier`` lpddr, in its own entry or beside the host
+    tier in one) and homogeneous GPUs holding every expert, for Qwen3-30B-A3B or Mixtral-8x7B
+    with random lengths, loads and targets."""
+    rng = np.random.default_rng(40_000 + seed)
+    model = str(rng.choice(sorted(OFFLOAD_SPLITS)))
+    gi = rng.choice(len(OFFLOAD_GPUS), size=int(rng.integers(1, 3)), replace=False)
+    devices = [
+        _priced(
+            OFFLOAD_GPUS[i][0],
+            OFFLOAD_GPUS[i][1],
+            max_count=int(rng.integers(1, 4)),
+            runtime="vllm-fp16",
+        )
+        for i in gi
+    ]
+    ci = rng.choice(len(OFFLOAD_HOSTS), size=int(rng.integers(1, 3)), replace=False)
+    devices += [
+        _priced(OFFLOAD_HOSTS[i][0], OFFLOAD_HOSTS[i][1], max_count=int(rng.integers(1, 4)))
+        for i in ci
+    ]
+    gpu_slugs = [OFFLOAD_GPUS[i][0] for i in gi]
+    host_slugs = [OFFLOAD_HOSTS[i][0] for i in ci]
+    splits = sorted({int(x) for x in rng.choice(OFFLOAD_SPLITS[model], size=2)})
+    options: dict[str, Any] = {
+        "max_batch": [int(rng.choice([1, 16, 64]))],
+        "gpu_experts": splits,
+        "offload_mode": sorted({str(x) for x in rng.choice(["auto", "cpu", "stream"], size=2)}),
+    }
+    if rng.random() < 0.3:
+        options["moe_routing_zipf"] = [0.0, 1.0]
+    policies: list[dict[str, Any]] = [
+        {"policy": "moe-offload", "options": options, "devices": gpu_slugs + host_slugs}
+    ]
+    if rng.random() < 0.3:
+        devices.append(
+            {
+                "device": "h2m2",
+                "max_count": int(rng.integers(1, 3)),
+                "runtime": "h2m2-int8",
+                "price_usd": 10000,
+                "memory_options": {
+                    "hbm_gb": sorted({float(x) for x in rng.choice([16, 24, 48], size=2)}),
+                    "lpddr_gb": [128.0],
+                    "hbm_usd_per_gb": 20,
+                    "lpddr_usd_per_gb": 4,
+                },
+            }
+        )
+        if rng.random() < 0.4:
+            # one entry over both tiers: GPUs with hosts and boards alone
+            options["cold_tier"] = ["host", "lpddr"]
+            policies[0]["devices"].append("h2m2")
+        policies.append(
+            {
+                "policy": "moe-offload",
+                "options": {
+                    "cold_tier": ["lpddr"],
+                    "gpu_experts": splits,
+                    "offload_mode": sorted(
+                        {str(x) for x in rng.choice(["auto", "lpddr", "stream"], size=2)}
+                    ),
+                    "expert_overlap": [bool(rng.random() < 0.5)],
+                    "max_batch": [int(rng.choice([1, 16, 64]))],
+                },
+                "devices": ["h2m2"],
+            }
+        )
+    if rng.random() < 0.5:
+        policies.append(
+            {
+                "policy": "homogeneous",
+                "options": {
+                    "max_batch": [int(rng.choice([16, 64]))],
+                    "tensor_parallel": [1, 2],
+                    "link": ["pcie4-x16"],
+                },
+                "devices": gpu_slugs,
+            }
+        )
+    n = int(rng.integers(30, 70))
+    arrival: dict[str, Any] = {
+        "kind": "poisson",
+        "rate_per_s": float(np.round(np.exp(rng.uniform(np.log(0.2), np.log(8.0))), 3)),
+    }
+    inp = {"dist": "uniform", "low": 16, "high": int(rng.integers(128, 2048))}
+    out = {"dist": "uniform", "low": 1, "high": int(rng.integers(16, 300))}
+    targets: dict[str, Any] = {}
+    if rng.random() < 0.85:
+        targets["ttft_p90_ms"] = float(np.round(np.exp(rng.uniform(np.log(200), np.log(2e4))), 1))
+    if rng.random() < 0.85:
+        targets["tpot_p90_ms"] = float(np.round(np.exp(rng.uniform(np.log(15), np.log(600))), 2))
+    if rng.random() < 0.25 or not targets:
+        targets["min_throughput_tok_s"] = float(np.round(rng.uniform(5, 150), 1))
+    doc: dict[str, Any] = {
+        "name": f"random expert-offloading plan {seed}",
+        "model": model,
+        "workload": {
+            "requests": n,
+            "input_tokens": inp,
+            "output_tokens": out,
+            "arrival": arrival,
+            "seed": int(seed),
+        },
+        "targets": targets,
+        "space": {"devices": devices, "policies": policies},
+        "search": {"round_size": int(rng.integers(1, 6)), "sensitivity": False},
+    }
+    if rng.random() < 0.3:
+        doc["constraints"] = {"max_devices_per_node": int(rng.integers(1, 4)), "max_nodes": 1}
+    return doc

@@ -1,5 +1,5 @@
 """The planner searches a mixture of experts' expert-parallel degree like the tensor-parallel
-one (issue 21, item 5 of "what to build"), with bounds that hold."""
+one, with bounds that hold."""
 
 from __future__ import annotations
 

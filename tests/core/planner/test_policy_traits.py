@@ -25,6 +25,8 @@ from tests.core.planner.helpers import neo_doc, parse
 _NAMED_TENSOR_PARALLEL = {"neo", "fastdecode+", "gpu-only"}
 _NAMED_HOST_ROLES = {("neo", "cpu"), ("fastdecode+", "cpu"), ("gpu-only", "cpu")}
 _NAMED_SINGLE_NODE = {"glitches", "h2m2", "disaggregated", *_NAMED_TENSOR_PARALLEL}
+#: Declared since: expert offloading pairs one host CPU with every GPU.
+_DECLARED_PAIRED = {"moe-offload": (("host", "gpu"),)}
 
 _TEST_NAME = "test-pooled-node"
 
@@ -51,6 +53,13 @@ class _PooledNode(_NeverRuns):
     tensor_parallel_role: ClassVar[str | None] = "accel"
     host_roles: ClassVar[frozenset[str]] = frozenset({"host"})
     single_node: ClassVar[bool] = True
+
+
+class _PairedHosts(_NeverRuns):
+    """The same roles, one host beside every accelerator (as expert offloading lays out)."""
+
+    name: ClassVar[str] = "test-paired-hosts"
+    paired_roles: ClassVar[dict[str, str]] = {"host": "accel"}
 
 
 class _Replicas(_NeverRuns):
@@ -106,6 +115,7 @@ def test_each_registered_policy_declares_what_the_planner_assumed_of_it_by_name(
             tensor_parallel_role="gpu" if name in _NAMED_TENSOR_PARALLEL else None,
             host_roles=frozenset(r for p, r in _NAMED_HOST_ROLES if p == name),
             single_node=name in _NAMED_SINGLE_NODE,
+            paired_roles=_DECLARED_PAIRED.get(name, ()),
         ), name
 
 
@@ -127,6 +137,31 @@ def test_a_newly_registered_policy_is_laid_out_by_its_declared_traits_like_neo()
     assert replicas != pooled
     assert any(not set(entries) & cpus for entries, _ in replicas)
     assert any(2 in counts for _, counts in replicas if set(entries) & cpus)
+
+
+@pytest.mark.usefixtures("scratch_registry")
+def test_a_paired_role_takes_its_leaders_count_within_its_own_range_and_no_node_slot() -> None:
+    register(_PairedHosts)
+    register(_Replicas)
+    doc = _doc()
+    doc["constraints"] = {"max_devices_per_node": 2, "max_nodes": 1}
+    for entry in doc["space"]["devices"]:
+        entry["max_count"] = 2
+    plan = parse(doc)
+    paired = _layout(_as_policy(plan, _PairedHosts.name))
+    replicas = _layout(_as_policy(plan, _Replicas.name))
+    cpus = {k for k, d in enumerate(plan.devices) if d.device.kind.value == "cpu"}
+    with_host = [(e, c) for e, c in paired if set(e) & cpus]
+    assert with_host
+    for entries, counts in with_host:
+        (accel,) = [c for e, c in zip(entries, counts, strict=True) if e not in cpus]
+        (host,) = [c for e, c in zip(entries, counts, strict=True) if e in cpus]
+        assert host == accel
+    # two accelerators and two hosts: four devices, but only the two accelerators take slots
+    # of the one two-device node (as replicas, all four would)
+    four = {(e, c) for e, c in with_host if sum(c) == 4}
+    assert four
+    assert not four & replicas
 
 
 @pytest.mark.usefixtures("scratch_registry")
@@ -174,6 +209,16 @@ def test_the_screen_bounds_each_tensor_parallel_degree_of_the_declared_role() ->
         ),
         ({"tensor_parallel_role": "accel"}, "single_node = True"),
         ({"host_roles": frozenset({"host"})}, "single_node = True"),
+        ({"paired_roles": {"host": "cpu"}}, "must follow another of its roles"),
+        ({"paired_roles": {"host": "host"}}, "must follow another of its roles"),
+        (
+            {
+                "paired_roles": {"host": "accel"},
+                "tensor_parallel_role": "host",
+                "single_node": True,
+            },
+            "cannot be a host role, the tensor-parallel group",
+        ),
     ],
 )
 def test_registering_a_layout_inconsistent_with_the_roles_is_refused(

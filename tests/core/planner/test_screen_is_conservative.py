@@ -9,7 +9,10 @@ boards with chip counts, HBM/LPDDR capacities priced per GB and mappings;
 ``randomspace.random_tp_plan``: homogeneous GPU systems with searched tensor-parallel degrees
 (replicas of them), a link, on a 7B model or a 70B one that fits only with TP;
 ``randomspace.random_disaggregated_plan``: disaggregated prefill/decode pools (device per
-pool, P:D counts, KV links, decode batch limits) — with random
+pool, P:D counts, KV links, decode batch limits); ``randomspace.random_moe_offload_plan``:
+expert offloading (GPU and host CPU entries with paired counts, the offload split — routed
+experts kept on the GPU — the per-layer rule or a forced way, routing skew; H2M2 boards
+holding the cold experts in LPDDR; homogeneous GPUs holding every expert) — with random
 lengths, loads, targets and constraints; every admitted configuration is simulated, with no
 screen and no pruning, and compared with the planner's answer.
 """
@@ -26,6 +29,7 @@ from tests.core.planner.helpers import best_feasible, every_config, exhaustive, 
 from tests.core.planner.randomspace import (
     random_disaggregated_plan,
     random_h2m2_plan,
+    random_moe_offload_plan,
     random_neo_plan,
     random_plan,
     random_tp_plan,
@@ -38,12 +42,16 @@ NEO_SEEDS = range(16)
 H2M2_SEEDS = (*range(10), 17, 32)
 TP_SEEDS = range(10)
 DISAGG_SEEDS = range(8)
+# 1 and 39: one entry over both cold tiers; 14, 20, 23 and 40: H2M2 boards in an entry of
+# their own; 6, 18 and 21: the offloaded experts' decode work rules configurations out.
+OFFLOAD_SEEDS = (*range(10), 14, 16, 18, 20, 21, 23, 39, 40)
 CASES = (
     [("space", s) for s in SEEDS]
     + [("neo", s) for s in NEO_SEEDS]
     + [("h2m2", s) for s in H2M2_SEEDS]
     + [("tp", s) for s in TP_SEEDS]
     + [("disagg", s) for s in DISAGG_SEEDS]
+    + [("offload", s) for s in OFFLOAD_SEEDS]
 )
 _GENERATORS = {
     "space": random_plan,
@@ -51,6 +59,7 @@ _GENERATORS = {
     "h2m2": random_h2m2_plan,
     "tp": random_tp_plan,
     "disagg": random_disaggregated_plan,
+    "offload": random_moe_offload_plan,
 }
 
 

@@ -12,12 +12,9 @@ from simulations.core.engine.core import DECODE, PREFILL, SimOutput
 from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.errors import SpecError
 from simulations.core.policies import get_policy
-from simulations.core.policies.glitches.policy import (
-    GlitchesPolicy,
-    GlitchesSim,
-    _pipeline_end,
-    kv_transfer_seconds,
-)
+from simulations.core.policies.disaggregated.sim import DisaggSim
+from simulations.core.policies.disaggregated.transfer import fifo_two_hop
+from simulations.core.policies.glitches.policy import GlitchesPolicy, kv_transfer_seconds
 from simulations.core.policies.homogeneous import HomogeneousPolicy
 from simulations.core.spec import ArrivalSpec, LengthDist, SystemSpec, WorkloadSpec
 from tests.core.engine.doubles import (
@@ -48,7 +45,7 @@ def _requests(n: int = 120, rate: float | None = None, seed: int = 5) -> Request
     return generate_requests(wl, LLAMA7B)
 
 
-def _sim(sys: SystemSpec, reqs: RequestSet, *, reference: bool = False) -> GlitchesSim:
+def _sim(sys: SystemSpec, reqs: RequestSet, *, reference: bool = False) -> DisaggSim:
     pol = GlitchesPolicy(mixed_factory(), reference=reference, audit=True, timeline_cap=None)
     return pol.build_sim(sys, LLAMA7B, reqs)
 
@@ -121,10 +118,10 @@ def test_the_gpu_decodes_only_when_every_fpga_is_busy_and_no_prefill_fits(
 ) -> None:
     sim = _sim(_system(**kw), _requests(rate=rate))
     out = sim.run()
-    starts = [e for e in sim.gpu_decode_log if not e[3]]
+    starts = [e for e in sim.fallback_log if not e[3]]
     assert starts, "the scenario should make a GPU decode"
     assert all(idle_fpgas == 0 for _, _, _, _, idle_fpgas, _ in starts)
-    assert not any(head_fits for *_, head_fits in sim.gpu_decode_log)
+    assert not any(head_fits for *_, head_fits in sim.fallback_log)
     assert out.extra["decodes_on_gpu"] == len(starts)
 
 
@@ -187,7 +184,7 @@ def test_the_layer_pipeline_closed_form_matches_the_recursion(layers: int) -> No
             first = s2 if first is None else first
             c2 = s2 + h1
             c3 = max(f2 if i == 0 else c3, c2) + h2
-        got = _pipeline_end(start, c, h1, h2, layers, f1, f2)
+        got = fifo_two_hop(start, c, h1, h2, layers, f1, f2)
         assert got[0] == pytest.approx(first)
         assert got[1] == pytest.approx(c2)
         assert got[2] == pytest.approx(c3)

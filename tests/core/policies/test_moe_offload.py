@@ -1,9 +1,12 @@
 """The ``moe-offload`` policy: cold experts in host memory, run on the host CPU or
-streamed over PCIe by the per-layer rule (issue 21, item 4)."""
+streamed over PCIe by the per-layer rule."""
 
 from __future__ import annotations
 
 import copy
+import itertools
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,12 +14,14 @@ import pytest
 from simulations.core.devices import build_device_model
 from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.graph import expert_params
+from simulations.core.policies.moe_offload import MoeOffloadPolicy
 from simulations.core.policies.moe_offload.offload import OffloadedGpu, resident_model
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
 from tests.core.moe.catalog import moe_catalog, moe_model
 
 CAT = moe_catalog()
+RECORDED = Path(__file__).resolve().parents[1] / "recorded"
 QWEN = moe_model("qwen3-30b-a3b")
 
 DOC: dict[str, Any] = {
@@ -111,3 +116,48 @@ def test_it_refuses_a_dense_model_and_a_missing_host() -> None:
         parse_scenario(doc, CAT)
     with pytest.raises(SpecError, match="gpu_experts"):
         resident_model(QWEN, 129)
+
+
+@pytest.mark.parametrize("mode", ["auto", "cpu", "stream"])
+@pytest.mark.parametrize("zipf", [0.0, 1.2])
+def test_a_sequences_share_of_the_offloaded_experts_never_falls_as_the_batch_shrinks(
+    mode: str, zipf: float
+) -> None:
+    # What the planner's decode work floor charges a sequence: f(max_batch) / max_batch of
+    # each step's offloaded experts, which must not exceed its share in any smaller batch.
+    u = _unit(mode, resident=40)
+    model = QWEN.with_routing_zipf(zipf)
+    share = [u.layer_offload(model, b)[0] / b for b in range(1, 257)]
+    assert all(later <= earlier * (1 + 1e-12) for earlier, later in itertools.pairwise(share))
+    # and it is a real floor, not zero: the host still holds experts at every batch
+    assert share[-1] > 0
+
+
+def _recorded_offload_entries(name: str) -> list[dict[str, Any]]:
+    doc = json.loads((RECORDED / f"{name}.json").read_text())
+    return [s for s in doc["systems"] if s["policy"] == "moe-offload"]
+
+
+def test_the_planners_reasons_give_the_split_where_the_experts_ran_and_the_binding_phase() -> None:
+    host_cpu, streamed = _recorded_offload_entries("qwen3-30b-a3b-l40s-offload-vs-2xl40s")
+    split, where = MoeOffloadPolicy.explain(host_cpu)
+    block = host_cpu["scheduler"]["expert_offload"]
+    assert f"{block['gpu_experts_per_layer']} routed experts per MoE layer on the GPU" in split
+    assert f"{block['host_experts_per_layer']} on the host" in split
+    assert "decoding): decode binds" in split
+    assert "computed by the host CPU for a decode step of 64 sequences" in where
+    assert "streamed to the GPU" in MoeOffloadPolicy.explain(streamed)[1]
+
+
+def test_the_reasons_for_a_board_name_its_tiers_and_chips() -> None:
+    entries = _recorded_offload_entries("mixtral-8x22b-h2m2-hbm-lpddr-experts")
+    split, where = MoeOffloadPolicy.explain(entries[0])
+    assert "on the HBM" in split and "on the LPDDR" in split and "Each board" in split
+    assert "computed by the LPDDR chip" in where
+    assert "streamed to the HBM chip" in MoeOffloadPolicy.explain(entries[2])[1]
+    (only,) = MoeOffloadPolicy.explain(entries[3])
+    assert "lpddr-only" in only
+
+
+def test_a_result_without_an_offload_block_adds_no_reasons() -> None:
+    assert MoeOffloadPolicy.explain({"scheduler": {}}) == []

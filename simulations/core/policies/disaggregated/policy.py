@@ -38,7 +38,7 @@ from simulations.core.spec import (
     WorkloadSpec,
 )
 
-from .sim import DisaggSim
+from .sim import DisaggSim, Scheduling
 from .transfer import Hop
 
 ROLES = ("prefill", "decode")
@@ -117,8 +117,10 @@ class DisaggregatedPolicy(EnginePolicy):
     prefill pool; the collectives of a tensor-parallel group that spans nodes are costed
     over ``nic_link`` but do not occupy the NIC lanes the KV transfers book; the KV of an
     FPGA prefill instance is read out like a GPU's (no host sampling round trip for the
-    first token). GLITCHES' own behaviour (GPU fallback decode, FCFS FPGA dispatch) is the
-    ``glitches`` policy, not this one.
+    first token). GLITCHES' own rules (FCFS FPGA dispatch, GPU fallback decode when every
+    FPGA is busy, the host sampling round trip of the first token, FIFO PCIe links) are this
+    family's scheduler configured by :attr:`scheduling` (:data:`.sim.GLITCHES`): the
+    ``glitches`` policy.
     """
 
     name: ClassVar[str] = "disaggregated"
@@ -131,6 +133,8 @@ class DisaggregatedPolicy(EnginePolicy):
         RoleSpec("decode", "devices that decode with continuous batching (FPGA: batch 1)"),
     )
     result_blocks: ClassVar[tuple[str, ...]] = ("disaggregated", "scheduler")
+    #: The family member's scheduling rules (this policy's are the defaults).
+    scheduling: ClassVar[Scheduling] = Scheduling()
     #: The planner places a system on one node (it does not search ``devices_per_node``,
     #: so cross-node transfers are never costed there): its ``max_devices_per_node`` bounds
     #: the whole system. Scenarios may still span nodes with ``devices_per_node``.
@@ -518,7 +522,9 @@ class DisaggregatedPolicy(EnginePolicy):
             prefill_max_tokens=int(opts["prefill_max_batched_tokens"]),
             memory_utilization=float(opts["memory_utilization"]),
             overlap=bool(opts["kv_overlap"]),
+            scheduling=self.scheduling,
             reference=self.reference,
+            audit=self.audit,
             progress=progress,
         )
         sim.extra["options"] = opts
@@ -547,9 +553,10 @@ class DisaggregatedPolicy(EnginePolicy):
         """The result entry, with the hand-over and the pools in the ``disaggregated`` block."""
         requests = generate_requests(workload, model)
         out = self.simulate(system, model, requests, progress)
-        block = out.extra.pop("disaggregated")
+        block = out.extra.pop("disaggregated", None)  # absent with a shared prefill queue
         entry = system_result(system, out, slo)
-        entry["disaggregated"] = block
+        if block is not None:
+            entry["disaggregated"] = block
         return entry
 
 

@@ -5,7 +5,9 @@ Splitwise §4.2 "layer-wise KV-cache transfer"): layer *i* can leave when its pr
 and it moves hop by hop (e.g. GPU → host → decode device over two PCIe links, or one direct
 NVLink / NIC hop), each hop a lane held for its bytes' time (:func:`move`). For identical
 layers the last layer's finish time on every stage of this flow shop has a closed form
-(:func:`flow_finish`).
+(:func:`flow_finish`). A scheduler may instead hold each link direction as a FIFO resource
+from a transfer's first to its last layer (:func:`move_fifo`, GLITCHES' PCIe links), whose
+two-hop host round trip has its own closed form (:func:`fifo_two_hop`).
 """
 
 from __future__ import annotations
@@ -110,3 +112,49 @@ def move(
             lane.timeline.add(t_in, t_out, TRANSFER, request, 1)
             lane.free_at = max(lane.free_at, t_in + busy)
     return (entries[0] if entries else last), last
+
+
+def fifo_two_hop(
+    start: float, compute: float, h1: float, h2: float, layers: int, free1: float, free2: float
+) -> tuple[float, float, float]:
+    """Finish times of a layer-by-layer sender → host → receiver transfer overlapped with
+    compute, each hop a FIFO link.
+
+    Layer ``i``'s KV leaves the sender when its prefill (``compute`` per layer, from
+    ``start``; 0 for a finished one) is done and the first link is free; it is forwarded
+    when it has reached the host and the second link is free (GLITCHES Fig. 4). For
+    identical layers the finish times of this three-stage flow shop have a closed form: the
+    maximum of its critical paths, reached at the first or the last layer. Returns (first
+    hop start, last hop-1 finish, last hop-2 finish); ``free1``/``free2`` are when each link
+    becomes free.
+    """
+    c1_first = start + compute
+    c2_first = max(free1, c1_first) + h1
+    c2_last = max(free1 + layers * h1, c1_first + layers * h1, start + layers * compute + h1)
+    c3_last = max(free2 + layers * h2, c2_first + layers * h2, c2_last + h2)
+    return max(free1, c1_first), c2_last, c3_last
+
+
+def move_fifo(
+    path: Sequence[Hop],
+    start: float,
+    compute_s: float,
+    layer_bytes: float,
+    layers: int,
+    request: int,
+) -> tuple[float, float]:
+    """:func:`move` over a host round trip (two hops of one lane each) whose link
+    directions are FIFO resources: each is held from the transfer's first layer to its last
+    (a later transfer waits for the whole stream, gaps included, rather than interleaving
+    with it). Returns (when the first byte leaves, when the last layer has arrived)."""
+    if len(path) != 2 or any(len(h.lanes) != 1 for h in path):
+        raise ValueError("a FIFO KV transfer runs over a host round trip of two single lanes")
+    (out_lane,), (in_lane,) = path[0].lanes, path[1].lanes
+    h1 = path[0].seconds(layer_bytes)
+    h2 = path[1].seconds(layer_bytes)
+    first, c2, c3 = fifo_two_hop(
+        start, compute_s, h1, h2, layers, out_lane.free_at, in_lane.free_at
+    )
+    out_lane.book(first, c2, request)
+    in_lane.book(first + h1, c3, request)
+    return first, c3

@@ -1,35 +1,26 @@
 """GLITCHES: GPU prefill, FPGA decode, KV cache streamed over PCIe (GLITCHES §III).
 
-See :class:`GlitchesPolicy` for the behaviour and every assumption; :class:`GlitchesSim` is
-the event-level scheduler, :func:`kv_transfer_seconds` the Fig. 8 transfer model.
+See :class:`GlitchesPolicy` for the behaviour and every assumption: it is the
+disaggregated family's scheduler (:class:`~simulations.core.policies.disaggregated.sim.
+DisaggSim`) configured with GLITCHES' rules; :func:`kv_transfer_seconds` is the Fig. 8
+transfer model.
 """
 
 from __future__ import annotations
 
-import heapq
-import math
-from collections import deque
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
-import numpy as np
-
 from simulations.core.devices import build_device_model
-from simulations.core.devices.base import LOGIT_BYTES, TOKEN_BYTES, DeviceModel
+from simulations.core.devices.base import DeviceModel
 from simulations.core.devices.parallel import ParallelGroup, shard_model
-from simulations.core.engine.core import (
-    DECODE,
-    IDLE,
-    PREFILL,
-    ProgressFn,
-    SimOutput,
-    Simulator,
-    Unit,
-    build_units,
-)
+from simulations.core.engine.core import ProgressFn, SimOutput, Unit, build_units
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.policies.base import OptionSpec, RoleSpec, register, resolve_link
+from simulations.core.policies.disaggregated.sim import GLITCHES, DisaggSim, Scheduling
+from simulations.core.policies.disaggregated.transfer import Hop
 from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
@@ -42,27 +33,6 @@ from simulations.core.spec import (
 )
 
 from . import screen
-
-RECEIVING = "receiving"
-
-
-def _pipeline_end(
-    start: float, compute: float, h1: float, h2: float, layers: int, free1: float, free2: float
-) -> tuple[float, float, float]:
-    """Finish times of a layer-by-layer GPU → host → FPGA transfer overlapped with compute.
-
-    Layer ``i``'s KV leaves the GPU when its prefill (``compute`` per layer, from
-    ``start``) is done and the GPU link is free; it is forwarded to the FPGA when it has
-    reached the host and the FPGA link is free (Fig. 4). For identical layers the finish
-    times of this three-stage flow shop have a closed form: the maximum of its critical
-    paths, reached at the first or the last layer. Returns (first hop start, last hop-1
-    finish, last hop-2 finish); ``free1``/``free2`` are when each link becomes free.
-    """
-    c1_first = start + compute
-    c2_first = max(free1, c1_first) + h1
-    c2_last = max(free1 + layers * h1, c1_first + layers * h1, start + layers * compute + h1)
-    c3_last = max(free2 + layers * h2, c2_first + layers * h2, c2_last + h2)
-    return max(free1, c1_first), c2_last, c3_last
 
 
 def kv_transfer_seconds(
@@ -82,389 +52,17 @@ def kv_transfer_seconds(
     return gpu.host_link.transfer_s(nbytes) + fpga.host_link.transfer_s(nbytes)
 
 
-class GlitchesSim(Simulator):
-    """Event-level GLITCHES scheduler (host side, §III-C). Units: GPUs first, then FPGAs.
-
-    At every event, in this order: (1) waiting decodes go FCFS to idle FPGAs (lowest index
-    first); (2) waiting prefills go FCFS to idle GPUs with room for their KV cache; if the
-    head fits a GPU that is decoding, that GPU stops at its next decode iteration boundary
-    to prefill (prefill has priority over the GPU's substitute decoding); (3) an idle GPU
-    resumes its own paused decode or, when every FPGA is busy (a decode still waits after
-    step 1), takes the oldest waiting decode whose KV cache it holds.
-    """
-
-    def __init__(
-        self,
-        requests: RequestSet,
-        gpus: list[Unit],
-        fpgas: list[Unit],
-        *,
-        fpga_kv_bits: int,
-        gpu_decode: bool = True,
-        reference: bool = False,
-        audit: bool = False,
-        progress: ProgressFn | None = None,
-    ) -> None:
-        super().__init__(requests, gpus + fpgas, reference=reference, progress=progress)
-        self.audit = audit
-        #: With ``audit``: after every scheduling pass, (time, idle FPGAs, waiting decodes,
-        #: waiting prefills, whether the waiting prefill's head fits an idle GPU).
-        self.state_log: list[tuple[float, int, int, int, bool]] = []
-        #: With ``audit``: every GPU decode start or resume, (time, GPU, request, resumed,
-        #: idle FPGAs, whether the waiting prefill's head fits this GPU).
-        self.gpu_decode_log: list[tuple[float, int, int, bool, int, bool]] = []
-        if not gpus:
-            raise SpecError("devices", "GLITCHES needs at least one GPU in the prefill role")
-        if not fpgas and not gpu_decode:
-            raise SpecError("options.gpu_decode", "with no FPGA the GPUs must decode")
-        self.gpus = gpus
-        self.fpgas = fpgas
-        self.gpu_decode = gpu_decode
-        self.layers = gpus[0].model.n_layers
-        self.fpga_kv_per_token = gpus[0].model.kv_bytes_per_token(fpga_kv_bits)
-        self.logit_bytes = gpus[0].model.vocab_size * LOGIT_BYTES
-        self._check_capacity()
-        nu = len(self.units)
-        self.mode = [IDLE] * nu
-        self.current = [-1] * nu  # request a unit is working on (FPGA: receiving/decoding)
-        self.pinned = [-1] * nu  # GPU: the request whose decode it owns (running or paused)
-        self.run_plan: list[tuple[float, int, int, float, float] | None] = [None] * nu
-        self.check_at: list[float | None] = [None] * nu
-        self.idle_fpgas = [f.index for f in fpgas]
-        heapq.heapify(self.idle_fpgas)
-        self.prefill_q: deque[int] = deque()
-        self.decode_q: deque[int] = deque()
-        n = len(self.prompt)
-        self.kv_on = [-1] * n  # GPU index holding the request's KV cache
-        self.kv_bytes = [0.0] * n  # bytes reserved for it there
-        self.stream_to = [-1] * n  # FPGA receiving the KV while the prefill runs
-        self.token_ready = [0.0] * n  # when the first sampled token can reach a decoder
-        self.streamed = 0
-        self.dispatched = 0
-        self.gpu_decoded = 0
-        self.exposed_transfer_s: list[float] = []
-
-    # -- capacity ------------------------------------------------------------------------
-
-    def _check_capacity(self) -> None:
-        longest = int(np.max(self.requests.input_tokens + self.requests.output_tokens))
-        for g in self.gpus:
-            if not g.fits(longest * g.kv_per_token):
-                raise CapacityError(
-                    "workload",
-                    f"a request of {longest} tokens does not fit {g.slug} memory next to "
-                    f"the weights ({g.weights / 1e9:.1f} of {g.capacity / 1e9:.1f} GB)",
-                )
-        for f in self.fpgas:
-            if not f.fits(longest * self.fpga_kv_per_token):
-                raise CapacityError(
-                    "workload",
-                    f"a request of {longest} tokens does not fit the KV region of {f.slug} "
-                    f"HBM next to the weights ({f.weights / 1e9:.1f} of "
-                    f"{f.capacity / 1e9:.1f} GB)",
-                )
-
-    def _gpu_tokens(self, rid: int) -> int:
-        """KV tokens a prefill reserves on the GPU: the prompt's if it will stream to an
-        FPGA, else room for the whole request (the GPU may have to decode it)."""
-        if self._will_stream(rid) or self.output[rid] == 1:
-            return self.prompt[rid]
-        return self.prompt[rid] + self.output[rid]
-
-    def _will_stream(self, rid: int) -> bool:
-        return self.output[rid] > 1 and bool(self.idle_fpgas)
-
-    # -- events --------------------------------------------------------------------------
-
-    def on_arrivals(self, ids: list[int]) -> None:
-        """New requests join the prefill queue (FCFS)."""
-        self.prefill_q.extend(ids)
-        self._schedule()
-
-    def _schedule(self) -> None:
-        dq = self.decode_q
-        while dq and self.idle_fpgas:
-            self._dispatch(dq.popleft(), heapq.heappop(self.idle_fpgas))
-        pq = self.prefill_q
-        while pq:
-            tokens = self._gpu_tokens(pq[0])
-            g = next(
-                (
-                    u
-                    for u in self.gpus
-                    if self.mode[u.index] == IDLE and u.fits(tokens * u.kv_per_token)
-                ),
-                None,
-            )
-            if g is None:
-                break
-            self._start_prefill(g, pq.popleft())
-        if pq and not self.reference:
-            self._claim_boundary(pq[0])
-        for g in self.gpus:
-            gi = g.index
-            if self.mode[gi] != IDLE:
-                continue
-            if self.pinned[gi] >= 0:
-                self._start_gpu_decode(g, resumed=True)
-            elif self.gpu_decode and dq:
-                rid = next((r for r in dq if self.kv_on[r] == gi), -1)
-                if rid >= 0:
-                    dq.remove(rid)
-                    self.pinned[gi] = rid
-                    self.gpu_decoded += 1
-                    self._start_gpu_decode(g, resumed=False)
-        if self.audit:
-            self.state_log.append(
-                (self.now, len(self.idle_fpgas), len(dq), len(pq), self._head_fits(IDLE))
-            )
-
-    def _head_fits(self, mode: str, only: Unit | None = None) -> bool:
-        """Whether the waiting prefill's head fits a GPU in ``mode`` (or the GPU ``only``)."""
-        if not self.prefill_q:
-            return False
-        tokens = self._gpu_tokens(self.prefill_q[0])
-        gpus = [only] if only is not None else self.gpus
-        return any(self.mode[g.index] == mode and g.fits(tokens * g.kv_per_token) for g in gpus)
-
-    # -- prefill on the GPU and the KV stream --------------------------------------------
-
-    def _start_prefill(self, g: Unit, rid: int) -> None:
-        now = self.now
-        gi = g.index
-        stream = self._will_stream(rid)
-        need = self._gpu_tokens(rid) * g.kv_per_token
-        g.alloc(need)
-        self.kv_on[rid] = gi
-        self.kv_bytes[rid] = need
-        p = self.prompt[rid]
-        cost = g.prefill_cost([p])
-        end = now + cost.seconds
-        g.occupy(now, end, cost.joules, PREFILL, rid, 1)
-        if g.group_size > 1:
-            g.comm_s += g.dm.collective_prefill_s(g.model, [p])
-        g.prefill_tokens += p
-        g.prefill_outputs += 1
-        self.mode[gi] = PREFILL
-        self.check_at[gi] = None
-        g.version += 1
-        if stream:
-            f = self.units[heapq.heappop(self.idle_fpgas)]
-            self.stream_to[rid] = f.index
-            self.streamed += 1
-            self._reserve_fpga(f, rid)
-            nbytes = p * self.fpga_kv_per_token / self.layers
-            h1 = g.link_out.seconds(nbytes)
-            h2 = f.link_in.seconds(nbytes)
-            first, c2, c3 = _pipeline_end(
-                now,
-                cost.seconds / self.layers,
-                h1,
-                h2,
-                self.layers,
-                g.link_out.free_at,
-                f.link_in.free_at,
-            )
-            g.link_out.book(first, c2, rid)
-            f.link_in.book(first + h1, c3, rid)
-            self.token_ready[rid] = end + g.link_out.seconds(self.logit_bytes)
-            start = max(c3, self.token_ready[rid] + f.link_in.seconds(TOKEN_BYTES))
-            self.exposed_transfer_s.append(start - end)
-            self.at(start, self._kv_arrived, f.index, rid)
-        self.at(end, self._prefill_end, gi, rid)
-
-    def _prefill_end(self, gi: int, rid: int) -> None:
-        g = self.units[gi]
-        self.generated[rid] = 1
-        self.first_token(rid, self.now)
-        self.mode[gi] = IDLE
-        g.version += 1
-        if self.output[rid] == 1:
-            self._release_gpu(rid)
-            self.complete(rid, self.now, gi)
-        elif self.stream_to[rid] < 0:
-            if self.fpgas:
-                self.token_ready[rid] = self.now + g.link_out.seconds(self.logit_bytes)
-            self.decode_q.append(rid)
-        self._schedule()
-
-    def _release_gpu(self, rid: int) -> None:
-        gi = self.kv_on[rid]
-        if gi >= 0:
-            self.units[gi].release(self.kv_bytes[rid])
-            self.kv_on[rid] = -1
-            self.kv_bytes[rid] = 0.0
-
-    # -- decode on the FPGAs -------------------------------------------------------------
-
-    def _reserve_fpga(self, f: Unit, rid: int) -> None:
-        fi = f.index
-        self.mode[fi] = RECEIVING
-        self.current[fi] = rid
-        f.alloc((self.prompt[rid] + self.output[rid] - 1) * self.fpga_kv_per_token)
-
-    def _dispatch(self, rid: int, fi: int) -> None:
-        """Move a waiting decode's whole KV cache from its GPU to an idle FPGA."""
-        f = self.units[fi]
-        g = self.units[self.kv_on[rid]]
-        self.dispatched += 1
-        self._reserve_fpga(f, rid)
-        nbytes = self.prompt[rid] * self.fpga_kv_per_token / self.layers
-        h1 = g.link_out.seconds(nbytes)
-        h2 = f.link_in.seconds(nbytes)
-        first, c2, c3 = _pipeline_end(
-            self.now, 0.0, h1, h2, self.layers, g.link_out.free_at, f.link_in.free_at
-        )
-        g.link_out.book(first, c2, rid)
-        f.link_in.book(first + h1, c3, rid)
-        start = max(c3, self.token_ready[rid] + f.link_in.seconds(TOKEN_BYTES))
-        self.at(start, self._kv_arrived, fi, rid)
-
-    def _kv_arrived(self, fi: int, rid: int) -> None:
-        """The KV cache is in the FPGA's HBM and the token index has arrived: start."""
-        self._release_gpu(rid)
-        self.mode[fi] = DECODE
-        self._fpga_run(fi, rid)
-        self._schedule()
-
-    def _solo_run(self, unit: Unit, rid: int) -> tuple[int, int, float, float]:
-        """The rest of ``rid``'s decode alone on ``unit`` (one step in reference mode):
-        (cached tokens before the first step, steps, seconds, joules)."""
-        gen = self.generated[rid]
-        n = 1 if self.reference else self.output[rid] - gen
-        k0 = self.prompt[rid] + gen - 1
-        dur, joules = unit.curve.run_cost(1, k0, n)
-        return k0, n, dur, joules
-
-    def _fpga_run(self, fi: int, rid: int) -> None:
-        f = self.units[fi]
-        _, n, dur, joules = self._solo_run(f, rid)
-        now = self.now
-        f.occupy(now, now + dur, joules, DECODE, rid, 1)
-        f.decode_tokens += n
-        self.at(now + dur, self._fpga_step_end, fi, rid, n)
-
-    def _fpga_step_end(self, fi: int, rid: int, n: int) -> None:
-        self.generated[rid] += n
-        if self.generated[rid] < self.output[rid]:
-            self._fpga_run(fi, rid)
-            return
-        f = self.units[fi]
-        f.release((self.prompt[rid] + self.output[rid] - 1) * self.fpga_kv_per_token)
-        self.complete(rid, self.now, fi)
-        self.mode[fi] = IDLE
-        self.current[fi] = -1
-        heapq.heappush(self.idle_fpgas, fi)
-        self._schedule()
-
-    # -- decode on a GPU (substitute for a busy FPGA) ------------------------------------
-
-    def _start_gpu_decode(self, g: Unit, *, resumed: bool) -> None:
-        gi = g.index
-        rid = self.pinned[gi]
-        if self.audit:
-            self.gpu_decode_log.append(
-                (self.now, gi, rid, resumed, len(self.idle_fpgas), self._head_fits(IDLE, g))
-            )
-        k0, n, dur, joules = self._solo_run(g, rid)
-        now = self.now
-        self.run_plan[gi] = (now, k0, n, dur, joules)
-        self.mode[gi] = DECODE
-        self.check_at[gi] = None
-        g.version += 1
-        self.at(now + dur, self._gpu_run_end, gi, g.version)
-
-    def _gpu_advance(self, gi: int, k: int) -> None:
-        g = self.units[gi]
-        plan = self.run_plan[gi]
-        assert plan is not None
-        t0, k0, n, dur, joules = plan
-        if k != n:
-            dur, joules = g.curve.run_cost(1, k0, k)
-        rid = self.pinned[gi]
-        g.occupy(t0, t0 + dur, joules, DECODE, rid, 1)
-        if g.group_size > 1:
-            g.comm_s += k * g.dm.collective_decode_s(g.model, 1)
-        g.decode_tokens += k
-        self.generated[rid] += k
-        self.run_plan[gi] = None
-        self.mode[gi] = IDLE
-        g.version += 1
-
-    def _gpu_run_end(self, gi: int, version: int) -> None:
-        g = self.units[gi]
-        if version != g.version:
-            return
-        plan = self.run_plan[gi]
-        assert plan is not None
-        self._gpu_advance(gi, plan[2])
-        rid = self.pinned[gi]
-        if self.generated[rid] == self.output[rid]:
-            self.pinned[gi] = -1
-            self._release_gpu(rid)
-            self.complete(rid, self.now, gi)
-        self._schedule()
-
-    def _claim_boundary(self, head: int) -> None:
-        """Stop the decoding GPU whose next iteration boundary comes first (among those with
-        room for the waiting prefill) at that boundary, where the reference would prefill."""
-        tokens = self._gpu_tokens(head)
-        now = self.now
-        best_t = math.inf
-        best: tuple[int, int] | None = None
-        for g in self.gpus:
-            gi = g.index
-            if self.mode[gi] != DECODE or not g.fits(tokens * g.kv_per_token):
-                continue
-            pending = self.check_at[gi]
-            if pending is not None:
-                if pending < best_t:
-                    best_t, best = pending, None
-                continue
-            plan = self.run_plan[gi]
-            assert plan is not None
-            t0, k0, n, _, _ = plan
-            k, tk = g.curve.next_boundary(1, k0, n, now - t0)
-            while k < n and t0 + tk <= now:
-                k += 1
-                tk = g.curve.run_cost(1, k0, k)[0]
-            if k < n and t0 + tk < best_t:
-                best_t, best = t0 + tk, (gi, k)
-        if best is not None:
-            gi, k = best
-            self.check_at[gi] = best_t
-            self.at(best_t, self._gpu_check, gi, self.units[gi].version, k)
-
-    def _gpu_check(self, gi: int, version: int, k: int) -> None:
-        g = self.units[gi]
-        if version != g.version:
-            return
-        self.check_at[gi] = None
-        pq = self.prefill_q
-        if pq and g.fits(self._gpu_tokens(pq[0]) * g.kv_per_token):
-            self._gpu_advance(gi, k)
-        self._schedule()
-
-    def run(self) -> SimOutput:
-        """Run, then report how decodes were placed and the exposed transfer time."""
-        out = super().run()
-        exposed = self.exposed_transfer_s
-        out.extra.update(
-            {
-                "decodes_streamed_to_fpga": self.streamed,
-                "decodes_dispatched_to_fpga": self.dispatched,
-                "decodes_on_gpu": self.gpu_decoded,
-                "mean_exposed_kv_transfer_ms": float(np.mean(exposed)) * 1e3 if exposed else 0.0,
-            }
-        )
-        return out
-
-
 @register
 class GlitchesPolicy(EnginePolicy):
     """GLITCHES GPU–FPGA collaborative serving (GLITCHES §III, Figs. 3–4).
 
-    Implemented as §III-C describes:
+    A configuration of the disaggregated family: the prefill pool is the GPUs, the decode
+    pool the FPGAs, and the family's scheduler (:class:`~simulations.core.policies.
+    disaggregated.sim.DisaggSim`) runs with GLITCHES' rules (:data:`~simulations.core.
+    policies.disaggregated.sim.GLITCHES`): FCFS FPGA dispatch, one shared FCFS prefill
+    queue, GPU fallback decode when every FPGA is busy, the host sampling round trip of
+    the first token, FIFO PCIe links, batch-1 decode on the FPGAs. Implemented as §III-C
+    describes:
 
     - Every GPU and FPGA holds the whole model; GPUs (role ``prefill``) prefill in FP16
       with their runtime profile, FPGAs (role ``decode``) decode with theirs (FlightLLM
@@ -500,6 +98,8 @@ class GlitchesPolicy(EnginePolicy):
     """
 
     name: ClassVar[str] = "glitches"
+    #: GLITCHES' rules in the disaggregated family (``gpu_decode`` sets the fallback).
+    scheduling: ClassVar[Scheduling] = GLITCHES
     summary: ClassVar[str] = (
         "GPU prefill, FPGA decode with layer-pipelined KV transfer over PCIe (GLITCHES §III)"
     )
@@ -619,8 +219,11 @@ class GlitchesPolicy(EnginePolicy):
         model: ModelSpec,
         requests: RequestSet,
         progress: ProgressFn | None = None,
-    ) -> GlitchesSim:
-        """The scheduler for ``system`` on ``requests``, ready to :meth:`~GlitchesSim.run`."""
+    ) -> DisaggSim:
+        """The family's scheduler for ``system`` on ``requests`` with GLITCHES' rules
+        (:attr:`scheduling`; ``gpu_decode`` switches the fallback decode), ready to
+        :meth:`~DisaggSim.run`: GPUs are the prefill pool, FPGAs the decode pool, the KV
+        moves over the host round trip of their PCIe links."""
         opts = self.resolve_options(system.options)
         gpus_p: list[tuple[int, DevicePlacement]] = []
         fpgas_p: list[tuple[int, DevicePlacement]] = []
@@ -677,13 +280,22 @@ class GlitchesPolicy(EnginePolicy):
         kv_bits = {p.runtime.kv_bits for _, p in fpgas_p}
         if len(kv_bits) > 1:
             raise SpecError("devices", "all FPGAs of a GLITCHES system must share a KV precision")
-        fpga_kv_bits = kv_bits.pop() if kv_bits else 16
-        sim = GlitchesSim(
+        fpga_kv_bytes = model.kv_bytes_per_token(kv_bits.pop() if kv_bits else 16)
+        gpu_decode = bool(opts["gpu_decode"])
+        if not fpgas and not gpu_decode:
+            raise SpecError("options.gpu_decode", "with no FPGA the GPUs must decode")
+        sim = DisaggSim(
             requests,
             gpus,
             fpgas,
-            fpga_kv_bits=fpga_kv_bits,
-            gpu_decode=bool(opts["gpu_decode"]),
+            path=_host_round_trip,
+            kv_bits=lambda _unit: fpga_kv_bytes,
+            prefill_batch=[1] * len(gpus),
+            decode_batch=[1] * len(fpgas),
+            prefill_max_tokens=1,  # unused: the shared queue prefills one prompt at a time
+            memory_utilization=1.0,
+            overlap=True,
+            scheduling=replace(self.scheduling, fallback_decode=gpu_decode),
             reference=self.reference,
             audit=self.audit,
             progress=progress,
@@ -700,3 +312,15 @@ class GlitchesPolicy(EnginePolicy):
     ) -> SimOutput:
         """Run the scheduler on ``requests`` and return the raw outcome."""
         return self.build_sim(system, model, requests, progress).run()
+
+
+def _host_round_trip(gpu: Unit, fpga: Unit) -> Sequence[Hop]:
+    """GPU → host → FPGA over each device's PCIe host link (§V)."""
+    for u in (gpu, fpga):
+        if u.device.host_link is None:
+            raise CapacityError("host_link", f"{u.slug} has no host link to transfer over")
+    assert gpu.device.host_link is not None and fpga.device.host_link is not None
+    return (
+        Hop((gpu.link_out,), gpu.device.host_link),
+        Hop((fpga.link_in,), fpga.device.host_link),
+    )

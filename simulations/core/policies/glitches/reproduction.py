@@ -31,6 +31,7 @@ from simulations.core.engine.requests import generate_requests
 from simulations.core.graph import decode_graph
 from simulations.core.metrics import system_result
 from simulations.core.policies.base import get_policy
+from simulations.core.policies.disaggregated.transfer import fifo_two_hop
 from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.reproduce import Check, check, load_targets, runner
 from simulations.core.roofline import stack_peak_ops
@@ -49,7 +50,7 @@ from simulations.core.spec import (
 )
 
 from .calibration.table1 import DECODE_STEPS, PROMPT_TOKENS, decode_average
-from .policy import _pipeline_end, kv_transfer_seconds
+from .policy import kv_transfer_seconds
 
 PAPER = "glitches"
 MODEL = "llama2-7b"
@@ -319,7 +320,7 @@ def _fig8_checks() -> list[Check]:
             prefill = dm.prefill(model, [n]).seconds
             transfer = kv_transfer_seconds(model, n, gpu, fpga, fpga_kv_bits)
             layer_bytes = n * model.kv_bytes_per_token(fpga_kv_bits) / model.n_layers
-            _, _, arrived = _pipeline_end(
+            _, _, arrived = fifo_two_hop(
                 0.0,
                 prefill / model.n_layers,
                 gpu_link.transfer_s(layer_bytes),

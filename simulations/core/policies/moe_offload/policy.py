@@ -3,18 +3,20 @@ the cold experts in host memory (see :mod:`.offload` for the cost of each GPU)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from simulations.core.devices import build_device_model
 from simulations.core.devices.base import DeviceModel
 from simulations.core.devices.cpu import CpuModel
 from simulations.core.engine.batching import BatchingSim
-from simulations.core.engine.core import ProgressFn, SimOutput, build_units
+from simulations.core.engine.core import ProgressFn, SimOutput, Unit, build_units
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
 from simulations.core.policies.base import OptionSpec, RoleSpec, register, resolve_link
 from simulations.core.policies.simulated import EnginePolicy
+from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import DeviceSpec, LinkSpec, ModelSpec, RuntimeProfile, SystemSpec
 
 from .offload import MODES, OffloadedGpu, resident_model
@@ -36,6 +38,16 @@ HOST_ROLE = RoleSpec(
 #: Where the cold experts live: host memory, or the LPDDR tier of a two-tier board
 #: (:mod:`.tiered`); ``lpddr-only`` is that board holding everything in LPDDR.
 COLD_TIERS = ("host", "lpddr", "lpddr-only")
+
+
+#: How a recommendation's reasons say where the per-layer rule ran the offloaded experts
+#: (streamed ones run where the hot experts do: the GPU, or a board's HBM chip).
+_WHERE = {
+    "cpu": "computed by the host CPU",
+    "lpddr": "computed by the LPDDR chip",
+    "stream": "streamed to the {near}",
+    "none": "not touched",
+}
 
 
 @register
@@ -67,8 +79,11 @@ class MoeOffloadPolicy(EnginePolicy):
 
     Deviations: see :mod:`.offload` (no overlap of host and GPU work, no caching of
     streamed experts) and :mod:`.tiered`; one host per GPU (``host`` count = ``gpu``
-    count), its energy counted into the GPU's while it computes; not searched by the
-    planner yet.
+    count), its energy counted into the GPU's while it computes.
+
+    The capacity planner searches it like the other engine policies: list the values of
+    ``gpu_experts`` (the offload split), ``offload_mode`` and ``cold_tier`` to try; the host
+    count follows the GPU count (:attr:`paired_roles`).
     """
 
     name: ClassVar[str] = "moe-offload"
@@ -76,7 +91,6 @@ class MoeOffloadPolicy(EnginePolicy):
         "Mixture of experts with cold experts in host memory, run on the host CPU or streamed"
     )
     roles: ClassVar[tuple[RoleSpec, ...]] = (GPU_ROLE, HOST_ROLE)
-    unscreened_why: ClassVar[str] = "the planner does not search expert offloading yet"
     options: ClassVar[tuple[OptionSpec, ...]] = (
         OptionSpec(
             "max_batch",
@@ -277,6 +291,137 @@ class MoeOffloadPolicy(EnginePolicy):
                     f"LPDDR ({hw.lpddr.capacity_gb:g} GB)",
                 )
 
+    # --- the capacity planner's screen ------------------------------------------------------
+
+    unscreened_why: ClassVar[str] = ""
+    #: One host CPU beside every GPU (``cold_tier`` host): the planner pairs their counts.
+    paired_roles: ClassVar[Mapping[str, str]] = {HOST_ROLE.name: GPU_ROLE.name}
+
+    role_options: ClassVar[tuple[str, ...]] = ("cold_tier",)
+
+    @classmethod
+    def plan_roles(cls, options: Mapping[str, Any]) -> tuple[RoleSpec, ...]:
+        """``cold_tier`` host: GPUs, each with a host CPU (required); lpddr / lpddr-only:
+        HBM+LPDDR boards alone (no host role)."""
+        if options["cold_tier"] == "host":
+            return (
+                replace(GPU_ROLE, kinds=("gpu",)),
+                replace(HOST_ROLE, required=True),
+            )
+        return (replace(GPU_ROLE, kinds=("memory-accel",)),)
+
+    @classmethod
+    def plan_model_error(cls, model: ModelSpec) -> str | None:
+        """Offloading places routed experts: a dense model has none."""
+        if model.moe is None:
+            return f"{model.slug} is not a mixture of experts: there are no experts to offload"
+        return None
+
+    @classmethod
+    def plan_option_error(cls, model: ModelSpec, name: str, value: Any) -> str | None:
+        """A ``gpu_experts`` beyond the model's routed experts per layer is no split."""
+        if name == "gpu_experts" and model.moe is not None and value > model.moe.n_experts:
+            return f"{model.slug} has {model.moe.n_experts} routed experts per MoE layer"
+        return None
+
+    @classmethod
+    def screen_fit(
+        cls, ctx: FitContext, sig: SignatureLike, options: dict[str, Any], tp: int | None
+    ) -> Unit:
+        """Build the engine's scheduler on one GPU (with its host) or one board as
+        :meth:`simulate` builds it, after the scenario parser's checks (a mixture of
+        experts, the roles the ``cold_tier`` needs, a link, a resident part and cold experts
+        that fit): its constructor checks the memory. Returns that engine unit."""
+        placements = ctx.placements(sig)
+        system = SystemSpec("fit", cls.name, placements, cls.resolve_options(options))
+        sim = cls(timeline_cap=0).build_sim(system, ctx.model, ctx.requests)
+        return sim.units[0]
+
+    @classmethod
+    def screen_bounds(
+        cls,
+        ctx: BoundContext,
+        sig: SignatureLike,
+        options: dict[str, Any],
+        fitted: Any,
+        cmax: int,
+        tp: int | None,
+    ) -> Bounds | None:
+        """Every GPU (with its host) or board serves whole requests with the engine's
+        continuous batching, so the bounds are the screen's bounds of units that serve whole
+        requests, costed on the unit :meth:`screen_fit` built (count column 0, the
+        ``gpu`` role). The per-request floors hold because the offloaded experts' time of a
+        pass only grows with its tokens (both ways of running them, and so the faster, are
+        monotone in the routed copies and the distinct experts touched). The batched work
+        floor is the GPU's compute for prefill and, for decode on a GPU with a host, each
+        step's offloaded experts at ``max_batch`` shared by the batch (see the comment);
+        a board's decode has none (its chips state no rate): weak there, but sound. Hosts
+        draw no power of their own in the engine (their compute is charged into the GPU's
+        energy): count column 1 has none."""
+        key = ("offload", sig.roles, sig.options)
+        t = ctx.table_of(key, lambda: fitted)
+        max_batch = int(options["max_batch"])
+        dm = fitted.dm
+        if isinstance(dm, OffloadedGpu) and max_batch > 1:
+            # A decode step of B sequences waits for its offloaded experts, f(B) per MoE
+            # layer. Every term of f (routed copies, linear in B; distinct experts touched,
+            # concave and 0 at B = 0; a link latency) has f(B) / B non-increasing, and so
+            # do their max, sum and min: a sequence's share of a step is at least
+            # f(max_batch) / max_batch, charged like a weight stream shared by the batch.
+            model = ctx.model.with_routing_zipf(float(options["moe_routing_zipf"]))
+            seconds, _host_s, _where = dm.layer_offload(model, max_batch)
+            t = replace(t, weights_s=t.weights_s + model.moe_layers * seconds)
+        b = ctx.whole_requests(t, max_batch, key, cmax)
+        if b is not None:
+            b.power_w = (*b.power_w, *(0.0,) * (len(sig.roles) - 1))
+        return b
+
+    @classmethod
+    def explain(cls, entry: Mapping[str, Any]) -> list[str]:
+        """The offload split of the recommended system and which phase binds its GPU (the
+        larger of its prefill and decode busy fractions), with where the rule ran the
+        offloaded experts for a decode step at ``max_batch`` and for a prefill."""
+        block = (entry.get("scheduler") or {}).get("expert_offload")
+        if not isinstance(block, Mapping):
+            return []
+        devices = [d for d in entry.get("devices", ()) if d.get("role") == "gpu"]
+        phase = ""
+        if devices:
+            pre = float(devices[0].get("prefill_fraction") or 0.0)
+            dec = float(devices[0].get("decode_fraction") or 0.0)
+            busy = float(devices[0].get("busy_fraction") or 0.0)
+            binds = "decode" if dec >= pre else "prefill"
+            unit = "GPU" if block.get("cold_tier", "host") == "host" else "board"
+            phase = (
+                f" Each {unit} is {busy:.0%} busy ({pre:.0%} prefilling, {dec:.0%} "
+                f"decoding): {binds} binds."
+            )
+        if block.get("cold_tier") == "lpddr-only":
+            return [
+                "Expert offloading, cold_tier lpddr-only: every weight and the KV cache in the "
+                f"board's LPDDR ({block['lpddr_weights_gb']:.1f} GB of weights).{phase}"
+            ]
+        tiered = block.get("cold_tier") == "lpddr"
+        near, far = ("HBM", "LPDDR") if tiered else ("GPU", "host")
+        chip = "HBM chip" if tiered else "GPU"
+        hot = block["hbm_experts_per_layer" if tiered else "gpu_experts_per_layer"]
+        cold = block["lpddr_experts_per_layer" if tiered else "host_experts_per_layer"]
+        hot_gb = block["hbm_weights_gb" if tiered else "gpu_weights_gb"]
+        cold_gb = block["lpddr_weights_gb" if tiered else "host_weights_gb"]
+        dec, pre = block["decode_max_batch"], block["prefill"]
+        return [
+            f"Expert offloading (offload_mode {block['offload_mode']}): {hot} routed experts "
+            f"per MoE layer on the {near} ({hot_gb:.1f} GB of weights), {cold} on the {far} "
+            f"({cold_gb:.1f} GB).{phase}",
+            f"The offloaded experts are {_WHERE[dec['runs_on']].format(near=chip)} for a "
+            f"decode step of {dec['tokens']} sequences ({dec['layer_ms']:.2f} ms per MoE "
+            f"layer) and {_WHERE[pre['runs_on']].format(near=chip)} for a "
+            f"{pre['tokens']}-token prefill "
+            f"({pre['layer_ms']:.2f} ms per MoE layer).",
+        ]
+
+    # --- running --------------------------------------------------------------------------
+
     def simulate(
         self,
         system: SystemSpec,
@@ -284,32 +429,44 @@ class MoeOffloadPolicy(EnginePolicy):
         requests: RequestSet,
         progress: ProgressFn | None = None,
     ) -> SimOutput:
-        """Run every GPU (with its host) as one engine unit of continuous batching."""
+        """Run every GPU (with its host) or board as one engine unit of continuous batching;
+        the result's ``expert_offload`` block reports the first one's split."""
+        opts = self.resolve_options(system.options)
+        made: list[OffloadedGpu | SideModel | TieredBoard] = []
+        sim = self.build_sim(system, model, requests, progress, made)
+        out = sim.run()
+        model = model.with_routing_zipf(float(opts["moe_routing_zipf"]))
+        prompt = round(float(requests.input_tokens.mean())) if len(requests.input_tokens) else 1
+        out.extra["options"] = opts
+        first = made[0]
+        out.extra["expert_offload"] = (
+            lpddr_only_report(model, first)
+            if isinstance(first, SideModel)
+            else first.report(model, int(opts["max_batch"]), max(1, prompt))
+        )
+        return out
+
+    def build_sim(
+        self,
+        system: SystemSpec,
+        model: ModelSpec,
+        requests: RequestSet,
+        progress: ProgressFn | None = None,
+        made: list[OffloadedGpu | SideModel | TieredBoard] | None = None,
+    ) -> BatchingSim:
+        """The engine's scheduler for ``system`` (checked as the scenario parser checks
+        it), ready to run; the device models it builds are appended to ``made``."""
         self.check_system(system, model)
         opts = self.resolve_options(system.options)
         model = model.with_routing_zipf(float(opts["moe_routing_zipf"]))
+        built: list[OffloadedGpu | SideModel | TieredBoard] = [] if made is None else made
         if opts["cold_tier"] != "host":
-            return self._simulate_board(system, model, requests, opts, progress)
-        hosts = system.by_role("host")
-        host = hosts[0]
-        cpu = self.device_models(host.device, host.runtime)
-        if not isinstance(cpu, CpuModel):
-            raise SpecError("devices", "the host role needs a CPU device")
+            factory = self._board_factory(model, opts, built)
+        else:
+            factory = self._host_factory(system, model, opts, built)
         index = [i for i, p in enumerate(system.devices) if p.role == "gpu"]
-        gpus = [system.devices[i] for i in index]
-        made: list[OffloadedGpu] = []
-
-        def factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
-            gpu = self.device_models(device, runtime)
-            resident = self.resident_experts(model, gpu, opts)
-            dm = OffloadedGpu(
-                gpu, cpu, self._link(system, opts, device), resident, str(opts["offload_mode"])
-            )
-            made.append(dm)
-            return dm
-
         units = build_units(
-            gpus,
+            [system.devices[i] for i in index],
             model,
             factory,
             exact=self.reference,
@@ -317,7 +474,7 @@ class MoeOffloadPolicy(EnginePolicy):
             step_overhead_s=lambda p, dm: dm.host_sampling_s(model),
             placement_index=index,
         )
-        sim = BatchingSim(
+        return BatchingSim(
             requests,
             units,
             max_batch=int(opts["max_batch"]),
@@ -328,25 +485,39 @@ class MoeOffloadPolicy(EnginePolicy):
             audit=self.audit,
             progress=progress,
         )
-        out = sim.run()
-        prompt = round(float(requests.input_tokens.mean())) if len(requests.input_tokens) else 1
-        out.extra["options"] = opts
-        out.extra["expert_offload"] = made[0].report(model, int(opts["max_batch"]), max(1, prompt))
-        return out
 
-    def _simulate_board(
+    def _host_factory(
         self,
         system: SystemSpec,
         model: ModelSpec,
-        requests: RequestSet,
         opts: Mapping[str, Any],
-        progress: ProgressFn | None,
-    ) -> SimOutput:
-        """``cold_tier`` lpddr / lpddr-only: every board one engine unit (see :mod:`.tiered`)."""
+        made: list[OffloadedGpu | SideModel | TieredBoard],
+    ) -> Callable[[DeviceSpec, RuntimeProfile], DeviceModel]:
+        """``cold_tier`` host: each GPU's model with its offloaded experts on the host."""
+        host = system.by_role("host")[0]
+        cpu = self.device_models(host.device, host.runtime)
+        if not isinstance(cpu, CpuModel):
+            raise SpecError("devices", "the host role needs a CPU device")
+
+        def factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
+            gpu = self.device_models(device, runtime)
+            resident = self.resident_experts(model, gpu, opts)
+            dm = OffloadedGpu(
+                gpu, cpu, self._link(system, opts, device), resident, str(opts["offload_mode"])
+            )
+            made.append(dm)
+            return dm
+
+        return factory
+
+    def _board_factory(
+        self,
+        model: ModelSpec,
+        opts: Mapping[str, Any],
+        made: list[OffloadedGpu | SideModel | TieredBoard],
+    ) -> Callable[[DeviceSpec, RuntimeProfile], DeviceModel]:
+        """``cold_tier`` lpddr / lpddr-only: every board's model (see :mod:`.tiered`)."""
         tier = str(opts["cold_tier"])
-        index = [i for i, p in enumerate(system.devices) if p.role == "gpu"]
-        boards = [system.devices[i] for i in index]
-        made: list[SideModel | TieredBoard] = []
 
         def factory(device: DeviceSpec, runtime: RuntimeProfile) -> DeviceModel:
             hw = board_hardware(device)
@@ -365,33 +536,4 @@ class MoeOffloadPolicy(EnginePolicy):
             made.append(dm)
             return dm
 
-        units = build_units(
-            boards,
-            model,
-            factory,
-            exact=self.reference,
-            timeline_cap=self.timeline_cap,
-            step_overhead_s=lambda p, dm: dm.host_sampling_s(model),
-            placement_index=index,
-        )
-        sim = BatchingSim(
-            requests,
-            units,
-            max_batch=int(opts["max_batch"]),
-            block_size=int(opts["block_size"]),
-            memory_utilization=float(opts["memory_utilization"]),
-            max_batched_tokens=int(opts["max_batched_tokens"]),
-            reference=self.reference,
-            audit=self.audit,
-            progress=progress,
-        )
-        out = sim.run()
-        prompt = round(float(requests.input_tokens.mean())) if len(requests.input_tokens) else 1
-        out.extra["options"] = opts
-        first = made[0]
-        out.extra["expert_offload"] = (
-            first.report(model, int(opts["max_batch"]), max(1, prompt))
-            if isinstance(first, TieredBoard)
-            else lpddr_only_report(model, first)
-        )
-        return out
+        return factory

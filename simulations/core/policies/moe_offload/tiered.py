@@ -164,7 +164,8 @@ class SideModel(DeviceModel):
         return self.side.capacity_bytes
 
     def compute_rate_bound(self) -> float | None:
-        """None: not screened by the planner (the policy is not searched)."""
+        """None: the chips' rates are per operator kind (no single rate bounds a pass), so
+        the planner's screen takes no compute floor for a board (weaker, still sound)."""
         return None
 
     def floor_power_w(self) -> float:
@@ -316,7 +317,7 @@ class TieredBoard(DeviceModel):
         return self.hw.hbm.capacity_bytes
 
     def compute_rate_bound(self) -> float | None:
-        """None: not screened by the planner."""
+        """None: as :meth:`SideModel.compute_rate_bound`."""
         return None
 
     def floor_power_w(self) -> float:
