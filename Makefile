@@ -10,7 +10,7 @@ PORT ?= 8000
 export DJANGO_SETTINGS_MODULE ?= hetplanner.settings.local
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run worker housekeeping beat test test-core lint format typecheck bench check-deploy clean
+.PHONY: help setup run worker housekeeping beat test test-sqlite test-core lint format typecheck bench check-deploy clean
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -42,6 +42,10 @@ beat: $(STAMP) ## Start the scheduler of the run reconciler (exactly one per dep
 test: export DJANGO_SETTINGS_MODULE = hetplanner.settings.test
 test: $(STAMP) ## Run the whole test suite (core, integration with a real worker, browser)
 	$(BIN)/pytest
+
+test-sqlite: export DJANGO_SETTINGS_MODULE = hetplanner.settings.test
+test-sqlite: $(STAMP) ## Run the Django-side tests on the embedded defaults (SQLite, filesystem broker); the core tests touch no database
+	env -u DATABASE_URL -u REDIS_URL $(BIN)/pytest --ignore=tests/core
 
 test-core: $(STAMP) ## Run only the simulation-core tests (no database)
 	$(BIN)/pytest tests/core

@@ -1,19 +1,29 @@
 """Shared pieces of the API's resource modules: field helpers and validators for
-serializers, the owner filter and the per-user lock the quota checks take.
+serializers, the owner filter, the per-user lock the quota checks take, and the results
+action (paginated JSON or CSV) of sweeps and plans.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from django.core.validators import RegexValidator
 from django.db.models import QuerySet
 from django_filters import rest_framework as filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.viewsets import GenericViewSet
 
 from api import fields as strict
 from api.filters import StrictFilterSet
+from api.renderers import CSVRenderer
 from simulations.core.errors import SpecError
 from simulations.core.spec import MAX_QUANTITY
 from simulations.fields import MAX_MODEL_DIM, PRECISION_BITS
@@ -114,3 +124,85 @@ class OwnedFilter(StrictFilterSet):
     def filter_mine(self, queryset: QuerySet[Any], name: str, value: bool) -> QuerySet[Any]:
         user = self.request.user
         return queryset.filter(owner=user) if value else queryset.exclude(owner=user)
+
+
+# --- results of sweeps and plans -------------------------------------------------------------
+
+
+def results_endpoint(
+    *,
+    summary: str,
+    tags: list[str],
+    filter_param: OpenApiParameter,
+    serializer_class: type[serializers.BaseSerializer],
+    page_serializer: type[serializers.BaseSerializer],
+    csv_description: str,
+) -> Callable[[Callable[..., Response]], Callable[..., Response]]:
+    """The ``results`` action of a job viewset: a GET on one job listing the rows it
+    recorded so far, paginated JSON (``page_serializer``'s shape, items
+    ``serializer_class``) or one CSV table (``?format=csv``), narrowed by ``filter_param``;
+    filter backends are off (the rows are the job's, in the job's order)."""
+    schema = extend_schema(
+        summary=summary,
+        tags=tags,
+        parameters=[
+            OpenApiParameter(
+                "format", OpenApiTypes.STR, enum=["json", "csv"], description="Output format."
+            ),
+            filter_param,
+            OpenApiParameter("page", OpenApiTypes.INT, description="Page number (JSON)."),
+            OpenApiParameter(
+                "page_size", OpenApiTypes.INT, description="Items per page (JSON, at most 100)."
+            ),
+        ],
+        responses={
+            (200, "application/json"): page_serializer,
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description=csv_description),
+        },
+    )
+    route = action(
+        detail=True,
+        methods=["get"],
+        renderer_classes=[JSONRenderer, CSVRenderer],
+        serializer_class=serializer_class,
+        filter_backends=[],
+    )
+
+    def decorate(method: Callable[..., Response]) -> Callable[..., Response]:
+        return schema(route(method))
+
+    return decorate
+
+
+def query_choice(request: Request, name: str, choices: Collection[str], message: str) -> str | None:
+    """The query parameter ``name`` (None when absent); a 400 keyed by ``name`` saying
+    ``message`` when it is not one of ``choices``."""
+    value = request.query_params.get(name)
+    if value is not None and value not in choices:
+        raise ValidationError({name: [message]})
+    return value
+
+
+def csv_attachment(table: Mapping[str, Any], filename: str) -> Response:
+    """``table`` (``columns`` and ``rows``, for :class:`~api.renderers.CSVRenderer`) as a
+    file download named ``filename``."""
+    response = Response(table)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def results_response(
+    view: GenericViewSet,
+    request: Request,
+    rows: QuerySet[Any],
+    *,
+    table: Callable[[QuerySet[Any]], Mapping[str, Any]],
+    filename: str,
+) -> Response:
+    """What a :func:`results_endpoint` action answers: ``table(rows)`` as the CSV download
+    ``filename``, or one page of ``rows`` in the action's serializer (JSON)."""
+    if request.accepted_renderer.format == "csv":
+        return csv_attachment(table(rows), filename)
+    page = view.paginate_queryset(rows)
+    data = view.get_serializer_class()(page, many=True).data
+    return view.get_paginated_response(data)

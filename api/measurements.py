@@ -27,7 +27,8 @@ from api.parsers import BoundedJSONParser, BoundedMultiPartParser
 from api.throttles import UploadThrottle
 from simulations.core.calibration.measurements import MAX_BYTES
 from simulations.measurements import selectors, services
-from simulations.measurements.models import Calibration, MeasurementSet, Visibility
+from simulations.measurements.models import Calibration, MeasurementSet
+from simulations.ownership import Visibility
 
 # --- serializers -----------------------------------------------------------------------------
 

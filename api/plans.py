@@ -9,23 +9,19 @@ from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
-    OpenApiResponse,
     extend_schema,
     extend_schema_field,
     extend_schema_view,
 )
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import (
-    ValidationError,
-)
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import fields as strict
+from api.common import query_choice, results_endpoint, results_response
 from api.filters import StrictFilterSet, StrictQueryMixin
-from api.renderers import CSVRenderer, columns_for
+from api.renderers import columns_for
 from api.scenarios import document_schema
 from api.throttles import (
     PlanSubmitThrottle,
@@ -272,56 +268,28 @@ class PlanViewSet(
         plan = self.get_queryset().get(pk=plan.pk)
         return Response(PlanSerializer(plan, context=self.get_serializer_context()).data)
 
-    @extend_schema(
+    @results_endpoint(
         summary="Confirmed configurations, cheapest first (partial while running; CSV with "
         "?format=csv)",
         tags=["plans"],
-        parameters=[
-            OpenApiParameter(
-                "format", OpenApiTypes.STR, enum=["json", "csv"], description="Output format."
-            ),
-            OpenApiParameter(
-                "feasible",
-                OpenApiTypes.STR,
-                enum=["true", "false"],
-                description="Only configurations that do (true) or do not (false) meet "
-                "every target.",
-            ),
-            OpenApiParameter("page", OpenApiTypes.INT, description="Page number (JSON)."),
-            OpenApiParameter(
-                "page_size", OpenApiTypes.INT, description="Items per page (JSON, at most 100)."
-            ),
-        ],
-        responses={
-            (200, "application/json"): PaginatedPlanResultList,
-            (200, "text/csv"): OpenApiResponse(
-                OpenApiTypes.STR, description="One row per confirmed configuration."
-            ),
-        },
-    )
-    @action(
-        detail=True,
-        methods=["get"],
-        renderer_classes=[JSONRenderer, CSVRenderer],
+        filter_param=OpenApiParameter(
+            "feasible",
+            OpenApiTypes.STR,
+            enum=["true", "false"],
+            description="Only configurations that do (true) or do not (false) meet every target.",
+        ),
         serializer_class=PlanResultSerializer,
-        filter_backends=[],
+        page_serializer=PaginatedPlanResultList,
+        csv_description="One row per confirmed configuration.",
     )
     def results(self, request: Request, pk: str | None = None) -> Response:
         """The configurations the engine confirmed so far (paginated as JSON)."""
         plan = self.get_object()
         qs = plan_selectors.plan_results(plan)
-        wanted = request.query_params.get("feasible")
+        wanted = query_choice(request, "feasible", ("true", "false"), "Must be true or false.")
         if wanted is not None:
-            if wanted not in ("true", "false"):
-                raise ValidationError({"feasible": ["Must be true or false."]})
             qs = qs.filter(feasible=wanted == "true")
-        if request.accepted_renderer.format == "csv":
-            response = Response(plan_table(qs))
-            response["Content-Disposition"] = f'attachment; filename="plan-{plan.pk}.csv"'
-            return response
-        page = self.paginate_queryset(qs)
-        data = PlanResultSerializer(page, many=True).data
-        return self.get_paginated_response(data)
+        return results_response(self, request, qs, table=plan_table, filename=f"plan-{plan.pk}.csv")
 
     @extend_schema(
         summary="The Pareto points: every confirmed configuration, fronts marked",

@@ -23,6 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import fields as strict
+from api.common import csv_attachment
 from api.filters import IdFilter, StrictFilterSet, StrictQueryMixin
 from api.renderers import CSVRenderer, result_table
 from api.throttles import (
@@ -209,7 +210,5 @@ class RunViewSet(
                 status=status.HTTP_409_CONFLICT,
             )
         if request.accepted_renderer.format == "csv":
-            response = Response(result_table(run.result))
-            response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-result.csv"'
-            return response
+            return csv_attachment(result_table(run.result), f"run-{run.pk}-result.csv")
         return Response({"run": run.pk, "result": run.result})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.db.models import QuerySet
@@ -9,22 +10,18 @@ from django_filters import rest_framework as filters
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
-    OpenApiResponse,
     extend_schema,
     extend_schema_view,
 )
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import (
-    ValidationError,
-)
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import fields as strict
+from api.common import query_choice, results_endpoint, results_response
 from api.filters import StrictFilterSet, StrictQueryMixin
-from api.renderers import CSVRenderer, columns_for, system_row
+from api.renderers import columns_for, system_row
 from api.scenarios import DocumentField
 from api.throttles import (
     SweepSubmitThrottle,
@@ -218,53 +215,29 @@ class SweepViewSet(
         sweep.refresh_from_db()
         return Response(SweepSerializer(sweep, context=self.get_serializer_context()).data)
 
-    @extend_schema(
+    @results_endpoint(
         summary="Recorded configurations (partial while running; CSV with ?format=csv)",
         tags=["sweeps"],
-        parameters=[
-            OpenApiParameter(
-                "format", OpenApiTypes.STR, enum=["json", "csv"], description="Output format."
-            ),
-            OpenApiParameter(
-                "status",
-                OpenApiTypes.STR,
-                enum=ConfigurationStatus.values,
-                description="Only configurations with this outcome.",
-            ),
-            OpenApiParameter("page", OpenApiTypes.INT, description="Page number (JSON)."),
-            OpenApiParameter(
-                "page_size", OpenApiTypes.INT, description="Items per page (JSON, at most 100)."
-            ),
-        ],
-        responses={
-            (200, "application/json"): PaginatedSweepResultList,
-            (200, "text/csv"): OpenApiResponse(
-                OpenApiTypes.STR, description="One row per configuration and system."
-            ),
-        },
-    )
-    @action(
-        detail=True,
-        methods=["get"],
-        renderer_classes=[JSONRenderer, CSVRenderer],
+        filter_param=OpenApiParameter(
+            "status",
+            OpenApiTypes.STR,
+            enum=ConfigurationStatus.values,
+            description="Only configurations with this outcome.",
+        ),
         serializer_class=SweepResultSerializer,
-        filter_backends=[],
+        page_serializer=PaginatedSweepResultList,
+        csv_description="One row per configuration and system.",
     )
     def results(self, request: Request, pk: str | None = None) -> Response:
         """The configurations recorded so far, by index (paginated as JSON)."""
         sweep = self.get_object()
         qs = sweep_selectors.sweep_results(sweep)
-        wanted = request.query_params.get("status")
+        statuses = ConfigurationStatus.values
+        wanted = query_choice(
+            request, "status", statuses, f"Must be one of: {', '.join(statuses)}."
+        )
         if wanted is not None:
-            if wanted not in ConfigurationStatus.values:
-                raise ValidationError(
-                    {"status": [f"Must be one of: {', '.join(ConfigurationStatus.values)}."]}
-                )
             qs = qs.filter(status=wanted)
-        if request.accepted_renderer.format == "csv":
-            response = Response(sweep_table(sweep, qs))
-            response["Content-Disposition"] = f'attachment; filename="sweep-{sweep.pk}.csv"'
-            return response
-        page = self.paginate_queryset(qs)
-        data = SweepResultSerializer(page, many=True).data
-        return self.get_paginated_response(data)
+        return results_response(
+            self, request, qs, table=partial(sweep_table, sweep), filename=f"sweep-{sweep.pk}.csv"
+        )

@@ -26,7 +26,8 @@ from frontend.views.common import validation_messages
 from simulations.catalog.models import Device, LLMModel
 from simulations.core.calibration.measurements import MAX_BYTES
 from simulations.measurements import selectors, services
-from simulations.measurements.models import Calibration, MeasurementSet, Visibility
+from simulations.measurements.models import Calibration, MeasurementSet
+from simulations.ownership import Visibility
 from simulations.permissions import can_edit_catalog
 
 SLUG_HELP = "Lower-case letters, digits and hyphens."

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -41,6 +40,7 @@ from simulations.fields import (
     validate_finite,
     validate_strictly_positive,
 )
+from simulations.ownership import owner_field, visibility_constraint, visibility_field
 
 
 class CatalogItem(models.Model):
@@ -360,17 +360,11 @@ class RuntimeProfile(CatalogItem):
     )
     # Profiles saved from a user's calibration are theirs until published: the
     # catalog's own rows have no owner and are public.
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
+    owner = owner_field(
         related_name="runtime_profiles",
         help_text="Who saved it from a calibration (empty: a catalog profile).",
     )
-    visibility = models.CharField(
-        max_length=16,
-        choices=TraceVisibility.choices,
+    visibility = visibility_field(
         default=TraceVisibility.PUBLIC,
         help_text="Who may see and simulate with it: its owner only, every signed-in user, "
         "or everyone as part of the catalog (catalog editors only).",
@@ -384,10 +378,7 @@ class RuntimeProfile(CatalogItem):
                 condition=Q(default_for_kind=True),
                 name="%(app_label)s_%(class)s_one_default_per_kind",
             ),
-            models.CheckConstraint(
-                condition=Q(visibility__in=TraceVisibility.values),
-                name="%(app_label)s_%(class)s_visibility_valid",
-            ),
+            visibility_constraint(),
             # a kind's default runs for every user: only a catalog (public) profile may be it
             models.CheckConstraint(
                 condition=Q(default_for_kind=False) | Q(visibility=TraceVisibility.PUBLIC),

@@ -12,7 +12,8 @@ from django.http import HttpRequest
 
 from simulations.catalog.models import Device, LLMModel, RuntimeProfile
 from simulations.measurements import services
-from simulations.measurements.models import Calibration, MeasurementSet, Visibility
+from simulations.measurements.models import Calibration, MeasurementSet
+from simulations.ownership import Visibility
 from simulations.permissions import can_edit_catalog
 
 

@@ -24,10 +24,10 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 
-from simulations.choices import TraceVisibility
 from simulations.core.calibration.measurements import MeasurementFormat as CoreFormat
 from simulations.core.calibration.measurements import MeasurementRow as CoreRow
 from simulations.core.calibration.measurements import MeasurementSet as CoreSet
+from simulations.ownership import owner_field, visibility_constraint, visibility_field
 
 #: The catalog's slug rule (as ``simulations.models.slug_validator``, which this module
 #: cannot import: ``simulations.models`` imports it).
@@ -35,10 +35,6 @@ SLUG = RegexValidator(
     re.compile(r"^[a-z0-9][a-z0-9._-]*\Z"),
     "Use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit.",
 )
-
-#: Who may see a measurement set, a calibration's profile: the trace rule (owner only,
-#: every signed-in user, or the public catalog that only catalog editors publish to).
-Visibility = TraceVisibility
 
 
 class MeasurementFormat(models.TextChoices):
@@ -61,20 +57,12 @@ class MeasurementSet(models.Model):
         help_text="Identifier (a runtime profile's calibration names it).",
     )
     name = models.CharField(max_length=200, help_text="Display name.")
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="measurement_sets",
-        help_text="Who imported it (empty: a built-in set).",
+    owner = owner_field(
+        related_name="measurement_sets", help_text="Who imported it (empty: a built-in set)."
     )
-    visibility = models.CharField(
-        max_length=16,
-        choices=Visibility.choices,
-        default=Visibility.PRIVATE,
+    visibility = visibility_field(
         help_text="Who may see and fit it: its owner only, every signed-in user, or everyone "
-        "as part of the catalog.",
+        "as part of the catalog."
     )
     device = models.ForeignKey(
         "simulations.Device",
@@ -119,10 +107,7 @@ class MeasurementSet(models.Model):
         ordering = ("slug",)
         constraints = [
             models.UniqueConstraint(fields=["slug"], name="%(app_label)s_%(class)s_unique_slug"),
-            models.CheckConstraint(
-                condition=Q(visibility__in=Visibility.values),
-                name="%(app_label)s_%(class)s_visibility_valid",
-            ),
+            visibility_constraint(),
             models.CheckConstraint(
                 condition=Q(format__in=MeasurementFormat.values),
                 name="%(app_label)s_%(class)s_format_valid",

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from simulations.catalog.models import RuntimeProfile
-from simulations.measurements.models import Calibration, MeasurementSet, Visibility
-
-
-def _visible(user: Any) -> Q:
-    return Q(owner=user) | Q(visibility__in=(Visibility.SHARED, Visibility.PUBLIC))
+from simulations.measurements.models import Calibration, MeasurementSet
+from simulations.ownership import Visibility, visible_to
 
 
 def measurement_sets_visible_to(user: Any) -> QuerySet[MeasurementSet]:
@@ -25,7 +22,7 @@ def measurement_sets_visible_to(user: Any) -> QuerySet[MeasurementSet]:
     if user is None or not user.is_authenticated:
         return MeasurementSet.objects.none()
     return (
-        MeasurementSet.objects.filter(_visible(user))
+        MeasurementSet.objects.filter(visible_to(user))
         .select_related("device", "llm", "runtime", "owner")
         .order_by("slug")
     )
@@ -45,7 +42,7 @@ def runtimes_visible_to(user: Any) -> QuerySet[RuntimeProfile]:
         return rows
     if not user.is_authenticated:
         return rows.filter(visibility=Visibility.PUBLIC)
-    return rows.filter(_visible(user))
+    return rows.filter(visible_to(user))
 
 
 def calibrations_of(user: Any) -> QuerySet[Calibration]:

@@ -42,7 +42,8 @@ from simulations.core.calibration.measurements import (
 from simulations.core.jsonsafe import finite
 from simulations.core.provenance import CalibrationInfo
 from simulations.measurements import selectors
-from simulations.measurements.models import Calibration, MeasurementSet, Visibility
+from simulations.measurements.models import Calibration, MeasurementSet
+from simulations.ownership import Visibility, stored_visibility
 from simulations.permissions import can_edit_catalog
 
 #: Largest set fitted in a request (rows): the A100 set has 62 and fits in ~0.1 s.
@@ -131,12 +132,7 @@ def measurement_set_build(
     ``visibility`` / ``slug`` a bad choice; nothing is stored then.
     """
     field = "rows" if json_rows else "text"
-    if visibility is None:
-        visibility = Visibility.PRIVATE if owner is not None else Visibility.PUBLIC
-    if visibility == Visibility.PUBLIC and owner is not None and not can_edit_catalog(owner):
-        raise ValidationError(
-            {"visibility": ["only staff publish a measurement set; choose private or shared"]}
-        )
+    visibility = stored_visibility(owner, visibility, what="measurement set")
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")

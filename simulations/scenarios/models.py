@@ -16,10 +16,10 @@ from django.db.models import Q
 from simulations.choices import (
     ArrivalKind,
     TraceParseStatus,
-    TraceVisibility,
 )
 from simulations.core import scenario as scenario_rules
 from simulations.fields import bounded, positive_float, positive_int, slug_validator
+from simulations.ownership import owner_field, visibility_constraint, visibility_field
 
 # --- workloads -----------------------------------------------------------------------------
 
@@ -43,20 +43,12 @@ class Trace(models.Model):
     source = models.TextField(
         blank=True, help_text="Where the trace comes from (dataset, commit, file)."
     )
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="traces",
-        help_text="Who uploaded it (empty: a built-in trace).",
+    owner = owner_field(
+        related_name="traces", help_text="Who uploaded it (empty: a built-in trace)."
     )
-    visibility = models.CharField(
-        max_length=16,
-        choices=TraceVisibility.choices,
-        default=TraceVisibility.PRIVATE,
+    visibility = visibility_field(
         help_text="Who may see and use it: its owner only, every signed-in user, or everyone "
-        "as part of the built-in catalog.",
+        "as part of the built-in catalog."
     )
     # empty (NULL) until the trace is parsed: large uploads are parsed by a worker
     request_count = positive_int(
@@ -103,10 +95,7 @@ class Trace(models.Model):
         ordering = ("slug",)
         constraints = [
             models.UniqueConstraint(fields=["slug"], name="%(app_label)s_%(class)s_unique_slug"),
-            models.CheckConstraint(
-                condition=Q(visibility__in=TraceVisibility.values),
-                name="%(app_label)s_%(class)s_visibility_valid",
-            ),
+            visibility_constraint(),
             bounded("request_count", minimum=1, maximum=scenario_rules.MAX_TRACE_ROWS),
             bounded("duration_s", allow_zero=True),
             # a parsed trace has its columns; scenarios only ever read parsed traces

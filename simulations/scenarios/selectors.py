@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from simulations.choices import TraceVisibility
+from simulations.ownership import visible_to
 from simulations.scenarios.models import Scenario, Trace, Workload
 
 
@@ -21,16 +21,12 @@ def trace_list() -> QuerySet[Trace]:
     return Trace.objects.defer("data", "upload_text").order_by("slug")
 
 
-def _trace_visible(user: Any) -> Q:
-    return Q(owner=user) | Q(visibility__in=(TraceVisibility.SHARED, TraceVisibility.PUBLIC))
-
-
 def traces_visible_to(user: Any) -> QuerySet[Trace]:
     """Traces ``user`` may see and use in scenarios, workloads, sweeps and plans: their own,
     shared and public ones (with their parsed data; ``.defer("data")`` for lists)."""
     if user is None or not user.is_authenticated:
         return Trace.objects.none()
-    return Trace.objects.filter(_trace_visible(user)).defer("upload_text").order_by("slug")
+    return Trace.objects.filter(visible_to(user)).defer("upload_text").order_by("slug")
 
 
 def trace_get_for(user: Any, slug: str) -> Trace:

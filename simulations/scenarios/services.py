@@ -26,10 +26,7 @@ from simulations.adapters import (
     traces_from_db,
 )
 from simulations.catalog.services import spec_validation_error
-from simulations.choices import (
-    TraceParseStatus,
-    TraceVisibility,
-)
+from simulations.choices import TraceParseStatus
 from simulations.core import json_fields
 from simulations.core import scenario as scenario_rules
 from simulations.core.errors import ScenarioValidationError, SpecError
@@ -37,7 +34,8 @@ from simulations.core.spec import ScenarioSpec, WorkloadSpec
 from simulations.core.traces import check_azure_header, count_rows_upto, parse_azure_trace
 from simulations.jobs import ReconcileReport, mark_unsent, resend_lost
 from simulations.measurements.selectors import runtimes_visible_to
-from simulations.permissions import can_delete_trace, can_edit_catalog
+from simulations.ownership import stored_visibility
+from simulations.permissions import can_delete_trace
 from simulations.scenarios import selectors
 from simulations.scenarios.models import Scenario, Trace, TraceReference, Workload
 
@@ -119,12 +117,7 @@ def trace_import(
     at fault). Raises ValidationError (``text`` names the line and column at fault,
     ``visibility`` a refused choice); nothing is stored then.
     """
-    if visibility is None:
-        visibility = TraceVisibility.PRIVATE if owner is not None else TraceVisibility.PUBLIC
-    if visibility == TraceVisibility.PUBLIC and owner is not None and not can_edit_catalog(owner):
-        raise ValidationError(
-            {"visibility": ["only staff publish a trace; choose private or shared"]}
-        )
+    visibility = stored_visibility(owner, visibility, what="trace")
     text = _trace_text(text)
     common = {"slug": slug, "name": name, "source": source, "owner": owner}
     if len(text) <= settings.HETPLANNER_TRACE_ASYNC_BYTES:

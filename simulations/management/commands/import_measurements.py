@@ -11,8 +11,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from simulations.measurements.models import Visibility
 from simulations.measurements.services import measurement_set_import
+from simulations.ownership import Visibility
 
 
 class Command(BaseCommand):
