@@ -775,9 +775,7 @@ class DisaggSim(Simulator):
         prefill_pool, decode_pool = pool(self.prefill), pool(self.decode)
         # what the wire carried: each prompt's KV at its decode unit's precision (counted
         # with ``kv_free`` too: the bytes move, only their cost is waived)
-        kv_bytes = float(
-            sum(self.prompt[r] * self.wire_per_token[self.d_unit[r]] for r in handed)
-        )
+        kv_bytes = float(sum(self.prompt[r] * self.wire_per_token[self.d_unit[r]] for r in handed))
         out.extra["disaggregated"] = {
             "kv_transfer_share": share,
             "kv_bytes_moved": kv_bytes,
