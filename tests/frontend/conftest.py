@@ -21,7 +21,7 @@ GLITCHES_EXAMPLE = REPO / "examples" / "glitches-vs-8xa100.json"
 
 
 def glitches_document(requests: int = 40) -> dict[str, Any]:
-    """The DESIGN.md §3 GLITCHES comparison with fewer requests (fast to simulate)."""
+    """The GLITCHES comparison (1×A100 + 7×U280 against 8×A100), fewer requests."""
     doc = json.loads(GLITCHES_EXAMPLE.read_text())
     doc["workload"]["requests"] = requests
     return doc
