@@ -146,7 +146,7 @@ def collector_paused_then_settled() -> Iterator[None]:
     Why: the simulations allocate millions of short-lived container objects, which keep
     triggering collections, and a worker holds several hundred thousand long-lived objects
     between tasks (modules, parsed plans, screened searches, the device models' cost
-    caches) that every full collection rescans. In the issue-10 benchmark (10,912
+    caches) that every full collection rescans. In the capacity-search benchmark (10,912
     configurations, LLaMA2-7B) that was about 45 % of the screen, confirmation and
     sensitivity time of one process. Pausing is safe because reference counting still frees
     everything acyclic at once — the screen and engine runs of homogeneous and GLITCHES

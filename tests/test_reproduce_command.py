@@ -1,4 +1,4 @@
-"""``manage.py reproduce`` (DESIGN.md §2, §6): JSON and table output grouped by basis, the
+"""``manage.py reproduce``: JSON and table output grouped by basis, the
 summary, the exit status (0 unless ``--strict``), no database."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``manage.py simulate`` (DESIGN.md §2–4): JSON and table output, progress on stderr,
+"""``manage.py simulate``: JSON and table output, progress on stderr,
 errors naming the field. Uses the built-in catalog seeded into the test database."""
 
 from __future__ import annotations

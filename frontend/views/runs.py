@@ -35,6 +35,7 @@ from frontend.charts.comparison import (
 from frontend.charts.papers import h2m2_footprint_figure, heterollm_placement_figure
 from frontend.charts.roofline import roofline_figure
 from frontend.charts.timeline import timeline_figure
+from frontend.disaggregation import pool_rows
 from frontend.parallel import parallel_rows
 from frontend.provenance import result_provenance
 from frontend.views.common import int_or_404, page_number
@@ -299,6 +300,7 @@ def _comparison(
         "cloud_prices": costs.cloud_price_notes(costs.tco_rows(systems)),
         "capacity": costs.capacity_rows(systems),
         "parallel": parallel_rows(systems),
+        "disaggregated": pool_rows(systems),
         "lazy_figures": [
             *COMMON_LAZY_FIGURES,
             *_policy_figures(s.get("policy") for s in systems),
@@ -623,6 +625,7 @@ def _compare_tables(
                 "cloud_prices": costs.cloud_price_notes(costs.tco_rows(systems)),
                 "capacity": costs.capacity_rows(systems),
                 "parallel": parallel_rows(systems),
+                "disaggregated": pool_rows(systems),
                 "charts": COMPARISON_CHARTS,
                 "charts_src": f"{reverse('frontend:run_compare_charts')}?{query}",
             }

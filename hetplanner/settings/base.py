@@ -147,7 +147,7 @@ def filesystem_broker_options(folder: Path) -> dict:
     It has no push: an idle worker lists the queue folder every ``polling_interval``
     seconds, so a message waits half of it on average. kombu's default (1 s) made each step
     of a capacity search's confirmation rounds (chunk → next chunk → decide stage → next
-    round's chunks) wait about 0.5 s, and 0.2 s still cost the issue-10 benchmark's
+    round's chunks) wait about 0.5 s, and 0.2 s still cost the capacity-search benchmark's
     10,912-configuration search 4 s of its 20 s on two workers. At 0.1 s an idle worker
     uses about 0.25 % of a core (measured).
     """

@@ -1,5 +1,5 @@
 """LLM models carry their mixture-of-experts, multi-head latent attention and sliding-window
-blocks (issue 21) in one JSON column; existing (dense) rows get an empty one."""
+blocks in one JSON column; existing (dense) rows get an empty one."""
 
 from django.db import migrations, models
 

@@ -1,8 +1,8 @@
 """A device family added from outside the core (``tests/core/toy``: one module and one data
 entry, no change anywhere else) is a first-class device: the catalog checks its record
 against the family's declared parameters, a scenario runs on it and the planner screens and
-confirms systems built from it. (The database half of this — storing the record through the
-API — comes with the catalog's ``params`` field.)"""
+confirms systems built from it. (The database half — the record stored through the API and
+planned from the database — is ``tests/api/test_device_family_db.py``.)"""
 
 from __future__ import annotations
 

@@ -141,7 +141,7 @@ def test_every_seeded_number_has_a_non_empty_source() -> None:
 
 
 def test_the_seed_covers_the_slugs_scenarios_rely_on() -> None:
-    """DESIGN.md §5: the device and model slugs seeded by ``make setup``."""
+    """The device and model slugs seeded by ``make setup``."""
     report = services.catalog_seed()
     wanted_models = {
         "llama2-7b",

@@ -1,4 +1,4 @@
-"""Migration 0010 moves the kind-specific Device columns into ``params`` without losing a
+"""Migration 0012 moves the kind-specific Device columns into ``params`` without losing a
 value, on rows that exist when it runs (PostgreSQL: the project's database), and carries
 the seeding snapshots (``seed_values``) over to the new shape so a seeded row nobody edited
 still counts as unedited."""

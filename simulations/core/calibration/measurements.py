@@ -192,11 +192,6 @@ class MeasurementSet:
         """Model slugs measured, in first-seen order."""
         return tuple(dict.fromkeys(r.model for r in self.rows))
 
-    @property
-    def stacks(self) -> tuple[str, ...]:
-        """Stack descriptions measured, in first-seen order."""
-        return tuple(dict.fromkeys(r.stack for r in self.rows if r.stack))
-
 
 def detect_format(header: Iterable[str]) -> MeasurementFormat | None:
     """The format a header belongs to (None: neither)."""

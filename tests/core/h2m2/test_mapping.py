@@ -338,7 +338,7 @@ def test_it_rejects_a_footprint_larger_than_hbm_plus_lpddr_under_hierarchical():
 
 
 def test_llama2_attention_reads_each_kv_head_once_per_group_and_runs_mv_passes_per_query_head():
-    """Issue 23, hypothesis 3 (K/V reads per MV pass). Table 2's MV unit is 32 lanes of
+    """Hypothesis 3 (K/V reads per MV pass). Table 2's MV unit is 32 lanes of
     128-element dot products: a pass scores one query head against 32 cached keys of
     ``head_dim`` = 128, so the passes count every query head (64 for Llama2-70B). The K/V rows
     a pass reads come from the core's scratchpad (Table 2: 16 MB × 2 per core), which holds

@@ -293,3 +293,48 @@ def test_run_returns_a_result_document_for_every_policy() -> None:
         assert math.isfinite(doc["throughput_tok_s"])
         assert doc["devices"][0]["count"] == 1
         assert doc["scheduler"]["options"]["block_size"] == 16
+
+
+@pytest.mark.parametrize(
+    ("seed", "rate", "inp", "out"),
+    [
+        (5, None, (64, 512), (8, 256)),
+        (6, 8.0, (32, 900), (4, 400)),
+        (7, None, (200, 300), (50, 60)),
+    ],
+)
+def test_step4_bounds_give_the_schedules_of_the_full_scan(
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+    rate: float | None,
+    inp: tuple[int, int],
+    out: tuple[int, int],
+) -> None:
+    """Step 4 settles its shortest-request checks by bounds where they decide: at every plan
+    of a run (including the fast-forward's re-plans) the schedule is the one of the plan
+    that always scans the rest, and the simulator's CPU floor is under every CPU-resident
+    context."""
+    plan = NeoScheduler.plan
+    fields = [f for f in Schedule.__slots__ if not f.startswith("_")]
+    stats = {"plans": 0, "settled": 0}
+
+    def both(self: NeoScheduler) -> Schedule:
+        sim = self.sim
+        assert all(sim.ctx[r] >= sim.cpu_floor for r in sim.cpu_q)
+        before = self.settled
+        self.bounds = False
+        full = plan(self)
+        assert self.settled == before
+        self.bounds = True
+        sch = plan(self)
+        stats["plans"] += 1
+        stats["settled"] += self.settled - before
+        for f in fields:
+            assert getattr(sch, f) == getattr(full, f), f
+        return sch
+
+    monkeypatch.setattr(NeoScheduler, "plan", both)
+    res = _run(NeoPolicy(audit=True), requests(300, inp=inp, out=out, rate=rate, seed=seed))
+    _assert_finished_once(res)
+    assert res.extra["cpu_decode_tokens"] > 0
+    assert stats["settled"] > 0, "the workload must exercise the bounds"

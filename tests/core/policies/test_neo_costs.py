@@ -227,3 +227,34 @@ def test_a_second_sub_batch_pays_the_host_step_without_its_fixed_share() -> None
     assert c.pre_post_s(8, 8) - c.pre_post_s(8, 8, step=False) == pytest.approx(300e-6)
     eager = _costs()
     assert eager.pre_post_s(8, 8) == eager.pre_post_s(8, 8, step=False)
+
+
+def test_runs_on_one_node_share_its_stage_costs_and_their_memos_match_fresh_costs() -> None:
+    """``stage_costs`` gives the runs of one node (same device models, model, degree and
+    link) one :class:`StageCosts`; after a run has filled its memos, every memoised value
+    equals a fresh, never-memoised computation at random widths, and another model or
+    degree gets its own costs."""
+    import numpy as np
+
+    from simulations.core.policies.neo.policy import stage_costs
+
+    pol = NeoPolicy()
+    system = node("neo")
+    a = pol.build(system, LLAMA7B, requests(40, seed=11))
+    pol.simulate(system, LLAMA7B, requests(60, seed=12))
+    b = NeoPolicy().build(system, LLAMA7B, requests(10, seed=13))
+    assert a.costs is b.costs
+    assert a.costs._lin_memo and a.costs._prepost_memo
+    fresh = StageCosts(a.costs.gpu, a.costs.cpu, LLAMA7B, 1, None)
+    rng = np.random.default_rng(5)
+    for s in [*a.costs._lin_memo, *(int(x) for x in rng.integers(1, 5000, 50))]:
+        assert a.costs.linear_layer_s(s) == fresh._linear_layer_s(s)
+    for tokens, seqs, step in list(a.costs._prepost_memo)[:50]:
+        assert a.costs.pre_post_s(tokens, seqs, step=step) == fresh.pre_post_s(
+            tokens, seqs, step=step
+        )
+    gpu_m, cpu_m = a.costs.gpu, a.costs.cpu
+    assert stage_costs(gpu_m, cpu_m, GQA8B, 1, None) is not a.costs
+    assert stage_costs(gpu_m, cpu_m, LLAMA7B, 2, None) is not stage_costs(
+        gpu_m, cpu_m, LLAMA7B, 1, None
+    )

@@ -136,7 +136,7 @@ def test_synthetic_grids_keep_requests_within_the_testbeds_longest() -> None:
 def test_an_offline_run_stopped_at_its_window_gives_the_whole_runs_earliest_finishes(
     variant: str,
 ) -> None:
-    """Issue 23 (speed): offline runs stop at the window's last completion; the earliest
+    """Speed: offline runs stop at the window's last completion; the earliest
     finishes must be exactly those of the run played to the end."""
     requests = runner._synthetic(250, 100, 120)
     k = 120 - (120 // 10) * 3 + 1

@@ -734,9 +734,16 @@ class DisaggSim(Simulator):
 
         def pool(units: list[Unit]) -> dict[str, Any]:
             devices = sum(u.group_size for u in units)
+            # per device type in the order the system lists them (a pool may mix types)
+            types: dict[str, dict[str, Any]] = {}
+            for u in units:
+                row = types.setdefault(u.slug, {"device": u.slug, "devices": 0, "instances": 0})
+                row["devices"] += u.group_size
+                row["instances"] += 1
             return {
                 "instances": len(units),
                 "devices": devices,
+                "device_types": list(types.values()),
                 "busy_fraction": float(np.mean([u.busy_s / span for u in units])),
                 "kv_peak_fraction": float(
                     max((u.mem_peak - u.weights) / self.pool[u.index] for u in units)
@@ -766,8 +773,14 @@ class DisaggSim(Simulator):
         exposed_kv = stats(kv_wait)
         queueing = stats(wait)
         prefill_pool, decode_pool = pool(self.prefill), pool(self.decode)
+        # what the wire carried: each prompt's KV at its decode unit's precision (counted
+        # with ``kv_free`` too: the bytes move, only their cost is waived)
+        kv_bytes = float(sum(self.prompt[r] * self.wire_per_token[self.d_unit[r]] for r in handed))
         out.extra["disaggregated"] = {
             "kv_transfer_share": share,
+            "kv_bytes_moved": kv_bytes,
+            "handed_over": len(handed),
+            "backpressured": self.backpressured,
             "kv_transfer_span": stats([self.transfer_s[r] for r in handed]),
             "exposed_kv_transfer": exposed_kv,
             "handover_queueing": queueing,
@@ -779,12 +792,22 @@ class DisaggSim(Simulator):
                 f"KV transfer: {share * 100:.3g} % of the requests' time (mean "
                 f"{exposed_kv['mean_ms']:.2f} ms a request not hidden behind its prefill); "
                 f"prefill pool {prefill_pool['busy_fraction']:.0%} busy "
-                f"({prefill_pool['instances']} instances of {prefill_pool['devices']} devices), "
+                f"({_of(prefill_pool)}), "
                 f"decode pool {decode_pool['busy_fraction']:.0%} busy "
-                f"({decode_pool['instances']} instances of {decode_pool['devices']} devices); "
+                f"({_of(decode_pool)}); "
                 f"queueing at the hand-over for decode KV memory: mean "
                 f"{queueing['mean_ms']:.1f} ms, p90 {queueing['p90_ms']:.1f} ms "
                 f"({self.backpressured} of {len(handed)} requests waited)."
             ),
         }
         return out
+
+
+def _plural(n: int, word: str) -> str:
+    """``n word`` with the word in the plural unless ``n`` is 1."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _of(pool: dict[str, Any]) -> str:
+    """A pool's size in words: "1 instance of 4 devices"."""
+    return f"{_plural(pool['instances'], 'instance')} of {_plural(pool['devices'], 'device')}"

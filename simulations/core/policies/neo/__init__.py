@@ -20,6 +20,4 @@ from .sim import NeoSim
 
 PAPER = register_paper("neo", "Neo — GPU with host-CPU attention offload", __name__)
 
-PAPER = register_paper("neo", "Neo — GPU with host-CPU attention offload", __name__)
-
 __all__ = ["FastDecodePlusPolicy", "GpuOnlyPolicy", "NeoPolicy", "NeoSim", "Schedule"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,6 +22,7 @@ from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
     DevicePlacement,
+    LinkSpec,
     ModelSpec,
     SloSpec,
     SystemSpec,
@@ -103,6 +105,18 @@ CPU_ROLE = RoleSpec(
     "the host CPU that holds the CPU KV cache and runs offloaded decode attention",
     ("cpu",),
 )
+
+
+@lru_cache(maxsize=32)
+def stage_costs(
+    gpu: GpuModel, cpu: CpuModel, model: ModelSpec, tp: int, link: LinkSpec | None
+) -> StageCosts:
+    """The :class:`StageCosts` of a node, one per distinct hardware and model in a process:
+    the runs of a sweep on one node share it, so its memoised linear-stage and pre/post-layer
+    times (pure functions of the widths, whose inputs never change: device models are cached
+    per device and runtime) fill once instead of once per run. Bounded; keyed on the device
+    models' identities, the model, the tensor-parallel degree and the all-reduce link."""
+    return StageCosts(gpu, cpu, model, tp, link)
 
 
 class _HostCpu(DeviceModel):
@@ -321,7 +335,7 @@ class NeoBasePolicy(EnginePolicy):
             * float(opts["cpu_memory_fraction"])
             / (bs * model.kv_bytes_per_token(gp.runtime.kv_bits))
         )
-        costs = StageCosts(gdm, cdm, model, tp, resolve_link(system, opts))
+        costs = stage_costs(gdm, cdm, model, tp, resolve_link(system, opts))
         longest = int(np.max(requests.input_tokens + requests.output_tokens))
         table = ProfileTable(
             costs,

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from .costs import interp
@@ -116,6 +116,11 @@ class NeoScheduler:
             raise ValueError(f"unknown Neo mode {mode!r}")
         self.sim = sim
         self.mode = mode
+        #: Settle step 4's shortest-request checks by bounds where they decide (off: always
+        #: scan; the schedules are the same, the tests compare the two).
+        self.bounds = True
+        #: Checks the bounds settled in this scheduler's plans (their reach, for the tests).
+        self.settled = 0
 
     def plan(self) -> Schedule:
         """The next iteration's schedule (all six steps)."""
@@ -158,7 +163,11 @@ class NeoScheduler:
             sch.swap_out = []
             out_blocks = 0
         gpu_dec = gpu_q[:keep]
-        cpu_order: list[int] = list(reversed(sch.swap_out)) + cpu_q[:n_cpu]
+        # The CPU runqueue in scan order (read only: the runqueue itself when nothing moves).
+        if sch.swap_out or n_cpu < len(cpu_q):
+            cpu_order: list[int] = list(reversed(sch.swap_out)) + cpu_q[:n_cpu]
+        else:
+            cpu_order = cpu_q
         if not sch.swap_out and self.mode != FASTDECODE and n_cpu:
             reserve = keep
             n_in = 0
@@ -222,7 +231,6 @@ class NeoScheduler:
         t_ga0 = t_pref + tab.gpu_decode_attn(n_g_att)
         s0 = pref_tokens + n_gdec
         t_l0 = tab.linear(s0)
-        s1 = 0
         t_l1 = 0.0
         x0 = x1 = 0
         t_ca0 = t_ca1 = 0.0
@@ -233,7 +241,6 @@ class NeoScheduler:
 
         # Step 4: CPU decodes into batch-1 / batch-0 under the two inequalities.
         if self.mode != GPU_ONLY and cpu_order:
-            min_fail = math.inf
             cs = tab.cdec_c
             line_of = tab.cdec_line
             lin = tab.linear
@@ -250,66 +257,108 @@ class NeoScheduler:
             a1, b1, row1 = a0, b0, row0
             # Cached tokens (attended minus one per request) of each sub-batch's CPU decodes.
             c0 = c1 = 0
-            shortest: list[int] | None = None
-            for pos, r in enumerate(cpu_order):
-                if batch_left < 1 or tokens_left < 1:
+            # The halves of the two inequalities that do not depend on the candidate (they
+            # change only on a placement): batch-1 keeps T_ca0 ≤ T_l1 + T_ga0 with one more
+            # token, batch-0 keeps T_ca1 ≤ T_l0 with one more token.
+            ok1 = t_ca0 <= nl1 + t_ga0
+            ok0 = t_ca1 <= nl0
+            # Requests as long as a failed one are skipped: costs grow with length and slack
+            # only shrank since then.
+            c_fail = math.inf
+            # The shortest context still to come after a failure and the first position
+            # holding it (valid for every later failure before that position).
+            m = 0
+            m_pos = -1
+            lo = -1
+            room = min(batch_left, tokens_left)
+            last = len(cpu_order) - 1
+            for pos, c in enumerate(map(ctx.__getitem__, cpu_order)):
+                if room < 1:
                     break
-                n = ctx[r] + 1
-                if n >= min_fail:
-                    # Costs grow with length and slack only shrank since then. (Not traced:
-                    # skipped and failed requests do not advance, so the failures recorded
-                    # before this one imply the skip.)
+                if c >= c_fail:
+                    # (Not traced: skipped and failed requests do not advance, so the
+                    # failures recorded before this one imply the skip.)
                     continue
-                c = ctx[r]
-                nt_ca1 = a1 + b1 * (c1 + c) if row1 is None else interp(cs, row1, c1 + c)
-                fit1 = nt_ca1 <= t_l0 and t_ca0 <= nl1 + t_ga0
-                nt_ca0 = a0 + b0 * (c0 + c) if row0 is None else interp(cs, row0, c0 + c)
-                fit0 = nt_ca0 <= t_l1 + t_ga0 and t_ca1 <= nl0
-                if fit0 and fit1:
-                    # Both fit: the sub-batch with more slack first.
-                    j = 1 if (t_l0 - t_ca1) >= (t_l1 + t_ga0 - t_ca0) else 0
-                    trace.append(4 + j)
-                elif fit1 or fit0:
-                    j = 1 if fit1 else 0
-                    trace.append(2 + j)
+                if ok1:
+                    nt_ca1 = a1 + b1 * (c1 + c) if row1 is None else interp(cs, row1, c1 + c)
+                    fit1 = nt_ca1 <= t_l0
                 else:
-                    j = -1
-                if j == 1:
-                    s1 += 1
+                    fit1 = False
+                if ok0:
+                    nt_ca0 = a0 + b0 * (c0 + c) if row0 is None else interp(cs, row0, c0 + c)
+                    fit0 = nt_ca0 <= t_l1 + t_ga0
+                else:
+                    fit0 = False
+                if fit1 and (not fit0 or (t_l0 - t_ca1) >= (t_l1 + t_ga0 - t_ca0)):
+                    # Batch-1 alone fits, or both do and batch-1 has more slack.
+                    trace.append(5 if fit0 else 3)
                     x1 += 1
                     c1 += c
                     t_l1, t_ca1 = nl1, nt_ca1
-                    nl1 = lin_at[s1 + 1] if s1 + 1 < n_lin else lin(s1 + 1)
+                    nl1 = lin_at[x1 + 1] if x1 + 1 < n_lin else lin(x1 + 1)
                     a1, b1, row1 = rows.get(x1 + 1) or line_of(x1 + 1)
-                    sch.cpu1.append(r)
-                elif j == 0:
+                    sch.cpu1.append(cpu_order[pos])
+                elif fit0:
+                    trace.append(4 if fit1 else 2)
                     s0 += 1
                     x0 += 1
                     c0 += c
                     t_l0, t_ca0 = nl0, nt_ca0
                     nl0 = lin_at[s0 + 1] if s0 + 1 < n_lin else lin(s0 + 1)
                     a0, b0, row0 = rows.get(x0 + 1) or line_of(x0 + 1)
-                    sch.cpu0.append(r)
-                if j >= 0:
-                    batch_left -= 1
-                    tokens_left -= 1
+                    sch.cpu0.append(cpu_order[pos])
                 else:
-                    min_fail = n
+                    c_fail = c
                     trace.append(1)
                     # Costs grow with length: when the shortest request still to come fits
                     # neither sub-batch, no later request does.
-                    if shortest is None:
-                        shortest = list(accumulate(map(ctx.__getitem__, reversed(cpu_order)), min))
-                        shortest.reverse()
-                    if pos + 1 >= len(cpu_order):
+                    if pos >= last:
                         break
-                    m = shortest[pos + 1]
-                    e1 = a1 + b1 * (c1 + m) if row1 is None else interp(cs, row1, c1 + m)
-                    e0 = a0 + b0 * (c0 + m) if row0 is None else interp(cs, row0, c0 + m)
-                    if not (e1 <= t_l0 and t_ca0 <= nl1 + t_ga0) and not (
-                        e0 <= t_l1 + t_ga0 and t_ca1 <= nl0
+                    if pos >= m_pos and (ok1 or ok0):
+                        # Bounds on the shortest context to come settle most checks without
+                        # scanning the rest, when both estimates are monotone in it (a line
+                        # of non-negative slope, or a sub-batch that takes nothing): below,
+                        # the simulator's floor under every CPU-resident context (and the
+                        # swapped-out requests' contexts); above, the next and the last.
+                        if (
+                            self.bounds
+                            and (not ok1 or (row1 is None and b1 >= 0))
+                            and (not ok0 or (row0 is None and b0 >= 0))
+                        ):
+                            if lo < 0:
+                                lo = sim.cpu_floor
+                                if sch.swap_out:
+                                    lo = min(lo, min(map(ctx.__getitem__, sch.swap_out)))
+                            if not (ok1 and a1 + b1 * (c1 + lo) <= t_l0) and not (
+                                ok0 and a0 + b0 * (c0 + lo) <= t_l1 + t_ga0
+                            ):
+                                self.settled += 1
+                                break
+                            hi = min(ctx[cpu_order[pos + 1]], ctx[cpu_order[last]])
+                            if (ok1 and a1 + b1 * (c1 + hi) <= t_l0) or (
+                                ok0 and a0 + b0 * (c0 + hi) <= t_l1 + t_ga0
+                            ):
+                                self.settled += 1
+                                continue
+                        # One scan of the rest (not a suffix minimum of the whole runqueue):
+                        # later failures before m_pos share its minimum.
+                        rest = list(map(ctx.__getitem__, islice(cpu_order, pos + 1, None)))
+                        m = min(rest)
+                        m_pos = pos + 1 + rest.index(m)
+                    if not (
+                        ok1
+                        and (a1 + b1 * (c1 + m) if row1 is None else interp(cs, row1, c1 + m))
+                        <= t_l0
+                    ) and not (
+                        ok0
+                        and (a0 + b0 * (c0 + m) if row0 is None else interp(cs, row0, c0 + m))
+                        <= t_l1 + t_ga0
                     ):
                         break
+                    continue
+                room -= 1
+                ok1 = t_ca0 <= nl1 + t_ga0
+                ok0 = t_ca1 <= nl0
 
             # Step 5: drop swap-out prefills while the inequalities still hold and batch-0
             # keeps enough tokens to saturate the GPU's linear stage.

@@ -6,8 +6,8 @@ See :class:`NeoSim`. The scheduler (§3.2) lives in :mod:`.scheduler`, the stage
 
 from __future__ import annotations
 
-import math
 from collections import deque
+from operator import sub
 from typing import Any
 
 from simulations.core.engine.core import DECODE, PREFILL, ProgressFn, SimOutput, Simulator, Unit
@@ -97,6 +97,11 @@ class NeoSim(Simulator):
         # Σ ctx over the GPU-resident requests (the scheduler's GPU attention width), kept
         # up to date the same way so a plan need not sum the GPU runqueue.
         self.gpu_ctx = 0
+        # A lower bound on the context of every CPU-resident request (contexts only grow
+        # while resident): lowered when a request joins the CPU cache, set to the exact
+        # minimum when requests finish. The scheduler's step 4 settles most of its
+        # shortest-request checks with it instead of scanning the CPU runqueue.
+        self.cpu_floor = 0
         self._run_state: _Run | None = None
         self._skip_checks = 0
         self._backoff = 0
@@ -148,25 +153,44 @@ class NeoSim(Simulator):
         ctx = self.ctx
         return sum((ctx[r] + bs) // bs for r in queue)
 
-    def _advance(self, rs: list[int], k: int) -> None:
-        """Move the contexts of ``rs`` by ``k`` tokens, keeping the block counts."""
+    def _advance(self, on_gpu: list[int], on_cpu: list[int], k: int) -> None:
+        """Move the contexts of the GPU-resident ``on_gpu`` and the CPU-resident ``on_cpu``
+        by ``k`` tokens, keeping the block counts. (A run's decodes are split by cache when
+        it is built, so no request's residence is looked up here.)"""
+        if self.audit:
+            where = self.where
+            assert all(where[r] == ON_GPU for r in on_gpu), "a GPU decode is not on the GPU"
+            assert all(where[r] == ON_CPU for r in on_cpu), "a CPU decode is not on the CPU"
         bs = self.block_size
+        kb = k + bs
         ctx = self.ctx
-        where = self.where
-        dg = dc = 0
-        n_gpu = 0
-        for r in rs:
+        dg = 0
+        for r in on_gpu:
             c = ctx[r]
-            d = (c + k + bs) // bs - (c + bs) // bs
             ctx[r] = c + k
-            if where[r] == ON_GPU:
-                dg += d
-                n_gpu += 1
-            elif where[r] == ON_CPU:
-                dc += d
+            dg += (c + kb) // bs - (c + bs) // bs
+        dc = 0
+        for r in on_cpu:
+            c = ctx[r]
+            ctx[r] = c + k
+            dc += (c + kb) // bs - (c + bs) // bs
         self.gpu_blocks += dg
         self.cpu_blocks += dc
-        self.gpu_ctx += n_gpu * k
+        self.gpu_ctx += len(on_gpu) * k
+
+    def _growth(self, rs: list[int], k: int) -> int:
+        """Blocks ``rs`` take in addition after ``k`` more tokens each."""
+        bs = self.block_size
+        kb = k + bs
+        return sum([(c + kb) // bs - (c + bs) // bs for c in map(self.ctx.__getitem__, rs)])
+
+    def _restore(self, rs: list[int], saved: list[int], blocks: tuple[int, int, int]) -> None:
+        """Undo :meth:`_advance`: the contexts ``saved`` of ``rs`` and the block counts and
+        GPU context sum ``blocks`` read before it."""
+        ctx = self.ctx
+        for r, c in zip(rs, saved, strict=True):
+            ctx[r] = c
+        self.gpu_blocks, self.cpu_blocks, self.gpu_ctx = blocks
 
     # -- events --------------------------------------------------------------------------
 
@@ -214,21 +238,22 @@ class NeoSim(Simulator):
             return 1
         gen = self.generated
         out = self.output
-        decodes = sch.gpu_dec + sch.cpu0 + sch.cpu1 if sch.two_batch else sch.gpu_dec
-        n = min(out[r] - gen[r] for r in decodes)
+        on_cpu = sch.cpu0 + sch.cpu1 if sch.two_batch else []
+        decodes = sch.gpu_dec + on_cpu
+        n = min(map(sub, map(out.__getitem__, decodes), map(gen.__getitem__, decodes)))
         if n < 3:
             return 1
         if self._skip_checks:
             # Recent runs were short: checking would cost more plans than it saves.
             self._skip_checks -= 1
             return 1
-        if self._same_after(sch, decodes, n - 1):
+        if self._same_after(sch, on_cpu, n - 1):
             self._backoff = 0
             return n
         lo, hi = 1, n - 1  # the decision holds at step lo - 1, not at step hi
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if self._same_after(sch, decodes, mid):
+            if self._same_after(sch, on_cpu, mid):
                 lo = mid + 1
             else:
                 hi = mid
@@ -239,13 +264,20 @@ class NeoSim(Simulator):
             self._backoff = 0
         return lo
 
-    def _same_after(self, sch: Schedule, decodes: list[int], k: int) -> bool:
-        """Whether the scheduler makes the same decision ``k`` iterations later."""
-        self._advance(decodes, k)
+    def _same_after(self, sch: Schedule, on_cpu: list[int], k: int) -> bool:
+        """Whether the scheduler makes the same decision ``k`` iterations later (``on_cpu``:
+        the schedule's CPU decodes, none unless it runs two batches)."""
+        gpu_dec = sch.gpu_dec
+        ctx = self.ctx
+        saved_g = list(map(ctx.__getitem__, gpu_dec))
+        saved_c = list(map(ctx.__getitem__, on_cpu))
+        blocks = (self.gpu_blocks, self.cpu_blocks, self.gpu_ctx)
+        self._advance(gpu_dec, on_cpu, k)
         try:
             other = self.scheduler.plan()
         finally:
-            self._advance(decodes, -k)
+            self._restore(gpu_dec, saved_g, blocks)
+            self._restore(on_cpu, saved_c, blocks)
         return (
             other.trace == sch.trace
             and other.two_batch == sch.two_batch
@@ -285,6 +317,7 @@ class NeoSim(Simulator):
             self.gpu_ctx -= sum(self.ctx[r] for r in sch.swap_out)
             for r in sch.swap_out:
                 where[r] = ON_CPU
+            self.cpu_floor = min(self.cpu_floor, min(map(self.ctx.__getitem__, sch.swap_out)))
             st["swap_outs"] += n_out
         if sch.swap_in:
             n_in = len(sch.swap_in)
@@ -348,7 +381,7 @@ class NeoSim(Simulator):
                 st["estimate_violations"] += n
         if sch.forced:
             st["forced_cpu_iterations"] += n
-        self._note_memory(sch, run.decodes, n - 1)
+        self._note_memory(sch, run, n - 1)
         if self.audit:
             self.schedules.append(
                 (
@@ -366,21 +399,32 @@ class NeoSim(Simulator):
                 )
             )
 
-    def _note_memory(self, sch: Schedule, decodes: list[int], k: int) -> None:
+    def _note_memory(self, sch: Schedule, run: _Run, k: int) -> None:
         """Blocks in use during the run's last iteration (``k`` steps in); exceeding a cache
         is a scheduler bug."""
         bs = self.block_size
         plen = self.plen
-        if k:
-            self._advance(decodes, k)
-        g = self.gpu_blocks
-        cpu = self.cpu_blocks
-        if self.audit:
-            assert g == self._blocks_of(self.gpu_q), "GPU block count drifted"
-            assert cpu == self._blocks_of(self.cpu_q), "CPU block count drifted"
-            assert self.gpu_ctx == sum(self.ctx[r] for r in self.gpu_q), "GPU context drifted"
-        if k:
-            self._advance(decodes, -k)
+        if self.audit or not k:
+            if k:
+                ctx = self.ctx
+                saved_g = list(map(ctx.__getitem__, run.on_gpu))
+                saved_c = list(map(ctx.__getitem__, run.on_cpu))
+                blocks = (self.gpu_blocks, self.cpu_blocks, self.gpu_ctx)
+                self._advance(run.on_gpu, run.on_cpu, k)
+            g = self.gpu_blocks
+            cpu = self.cpu_blocks
+            if self.audit:
+                assert g == self._blocks_of(self.gpu_q), "GPU block count drifted"
+                assert cpu == self._blocks_of(self.cpu_q), "CPU block count drifted"
+                assert self.gpu_ctx == sum(self.ctx[r] for r in self.gpu_q), "GPU context drifted"
+                assert all(self.ctx[r] >= self.cpu_floor for r in self.cpu_q), "CPU floor too high"
+            if k:
+                self._restore(run.on_gpu, saved_g, blocks)
+                self._restore(run.on_cpu, saved_c, blocks)
+        else:
+            # The counts k steps in, without moving the contexts there and back.
+            g = self.gpu_blocks + self._growth(run.on_gpu, k)
+            cpu = self.cpu_blocks + self._growth(run.on_cpu, k)
         g += sum(-(-plen[r] // bs) for r in sch.prefill_gpu)
         cpu += sum(-(-plen[r] // bs) for r in sch.prefill_cpu)
         if g > self.gpu_pool:
@@ -412,10 +456,11 @@ class NeoSim(Simulator):
         unit = self.gpus[0].index
         bs = self.block_size
         where = self.where
-        self._advance(run.decodes, n)
+        self._advance(run.on_gpu, run.on_cpu, n)
         for r in run.decodes:
-            gen[r] += n
-            if gen[r] == out[r]:
+            g = gen[r] + n
+            gen[r] = g
+            if g == out[r]:
                 self.complete(r, now, unit)
                 b = (ctx[r] + bs) // bs
                 if where[r] == ON_GPU:
@@ -428,9 +473,10 @@ class NeoSim(Simulator):
         self.gpu_blocks += self._start_decoding(sch.prefill_gpu, self.gpu_q, ON_GPU, unit)
         self.cpu_blocks += self._start_decoding(sch.prefill_cpu, self.cpu_q, ON_CPU, unit)
         if done:
-            fin = self.finish
-            self.gpu_q = [r for r in self.gpu_q if math.isnan(fin[r])]
-            self.cpu_q = [r for r in self.cpu_q if math.isnan(fin[r])]
+            # Finished requests are no longer resident (their residence is WAITING = 0).
+            self.gpu_q = list(filter(where.__getitem__, self.gpu_q))
+            self.cpu_q = list(filter(where.__getitem__, self.cpu_q))
+            self.cpu_floor = min(map(ctx.__getitem__, self.cpu_q), default=0)
         self._iterate()
 
     def _start_decoding(self, prefilled: list[int], queue: list[int], place: int, unit: int) -> int:
@@ -457,6 +503,8 @@ class NeoSim(Simulator):
                 blocks += (ctx[r] + bs) // bs
                 if place == ON_GPU:
                     self.gpu_ctx += ctx[r]
+                elif ctx[r] < self.cpu_floor:
+                    self.cpu_floor = ctx[r]
         return blocks
 
     def run(self) -> SimOutput:
@@ -495,14 +543,19 @@ class _Run:
         c = sim.costs
         ctx = sim.ctx
         plen = sim.plen
-        self.lens = [plen[r] for r in sch.prefill_gpu] + [plen[r] for r in sch.prefill_cpu]
-        self.decodes = sch.gpu_dec + sch.cpu0 + sch.cpu1 if sch.two_batch else list(sch.gpu_dec)
+        self.lens = list(map(plen.__getitem__, sch.prefill_gpu)) + list(
+            map(plen.__getitem__, sch.prefill_cpu)
+        )
+        self.on_gpu = sch.gpu_dec
+        self.on_cpu = sch.cpu0 + sch.cpu1 if sch.two_batch else []
+        self.decodes = self.on_gpu + self.on_cpu
         self.x_g = len(sch.gpu_dec)
         self.x0 = len(sch.cpu0) if sch.two_batch else 0
         self.x1 = len(sch.cpu1) if sch.two_batch else 0
-        self.cg = sum(ctx[r] for r in sch.gpu_dec)
-        self.c0 = sum(ctx[r] for r in sch.cpu0) if self.x0 else 0
-        self.c1 = sum(ctx[r] for r in sch.cpu1) if self.x1 else 0
+        get = ctx.__getitem__
+        self.cg = sum(map(get, sch.gpu_dec))
+        self.c0 = sum(map(get, sch.cpu0)) if self.x0 else 0
+        self.c1 = sum(map(get, sch.cpu1)) if self.x1 else 0
         pref_tokens = sum(self.lens)
         s0 = pref_tokens + self.x_g + self.x0
         self.t_l0 = c.linear_layer_s(s0)
@@ -514,14 +567,17 @@ class _Run:
             self.prepost += c.pre_post_s(self.x1, self.x1, step=False)
         kv = c.kv_token_bytes
         x_c = self.x0 + self.x1
-        out_b = kv * (sum(plen[r] for r in sch.prefill_cpu) + sum(ctx[r] for r in sch.swap_out))
-        in_b = kv * sum(ctx[r] for r in sch.swap_in)
+        out_b = kv * (sum(map(plen.__getitem__, sch.prefill_cpu)) + sum(map(get, sch.swap_out)))
+        in_b = kv * sum(map(get, sch.swap_in))
         if x_c:
             out_b += c.n_layers * x_c * c.qkv_bytes
             in_b += c.n_layers * x_c * c.o_bytes
         self.t_out = c.link_s(out_b) if out_b else 0.0
         self.t_in = c.link_s(in_b) if in_b else 0.0
         self.segs: list[tuple[int, int, _Vec, _Vec]] = []
+        # The last total asked for (segments do not change once built).
+        self._total_m = -1
+        self._total: _Vec = (0.0, 0.0, 0.0, 0.0, 0.0)
 
     def stages(self, k: int) -> tuple[float, float, float, float, float]:
         """Exact per-layer (T_l0, T_l1, T_ga0, T_ca0, T_ca1) of iteration ``k``."""
@@ -552,6 +608,7 @@ class _Run:
     def build_segments(self) -> None:
         """Cover steps ``0 … n-1`` with verified affine segments."""
         n = self.n
+        self._total_m = -1
         v0 = self.step(0)
         if n == 1:
             self.segs = [(0, 0, v0, v0)]
@@ -581,6 +638,14 @@ class _Run:
 
     def total(self, m: int) -> _Vec:
         """Sums of the components over iterations ``0 … m-1``."""
+        if m == self._total_m:
+            # Asked again for the run's length (when it is scheduled, then booked).
+            return self._total
+        out = self._sum(m)
+        self._total_m, self._total = m, out
+        return out
+
+    def _sum(self, m: int) -> _Vec:
         acc = [0.0, 0.0, 0.0, 0.0, 0.0]
         for lo, hi, vlo, vhi in self.segs:
             if lo >= m:

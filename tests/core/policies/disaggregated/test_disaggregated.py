@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from simulations.core.devices import build_device_model
+from simulations.core.engine.requests import generate_requests
 from simulations.core.errors import ScenarioValidationError
 from simulations.core.simulate import simulate
 
@@ -192,6 +193,36 @@ def test_the_result_carries_the_hand_over_and_pool_blocks() -> None:
     assert f"{block['decode_pool']['busy_fraction']:.0%} busy" in notes
     assert f"{block['kv_transfer_share'] * 100:.3g} % of the requests' time" in notes
     assert f"mean {block['handover_queueing']['mean_ms']:.1f} ms" in notes
+    # one prefill A100, two decode A100s: the counts read as words
+    assert "(1 instance of 1 device)" in notes and "(2 instances of 2 devices)" in notes
+
+
+def test_the_block_carries_the_pools_device_types_and_the_kv_bytes_moved() -> None:
+    devices = [
+        {"device": "h100-sxm", "count": 2, "runtime": "vllm-fp16", "role": "prefill"},
+        {"device": "a100-80gb", "count": 1, "runtime": "vllm-fp16", "role": "decode"},
+        {"device": "a100-40gb", "count": 2, "runtime": "vllm-fp16", "role": "decode"},
+    ]
+    d = doc({"kv_link": "pcie4-x16", "memory_utilization": 0.5}, devices=devices, requests=60)
+    spec = parse(d)
+    block = simulate(spec)["systems"][0]["disaggregated"]
+    assert block["prefill_pool"]["device_types"] == [
+        {"device": "h100-sxm", "devices": 2, "instances": 2}
+    ]
+    assert block["decode_pool"]["device_types"] == [
+        {"device": "a100-80gb", "devices": 1, "instances": 1},
+        {"device": "a100-40gb", "devices": 2, "instances": 2},
+    ]
+    # every request with more than its first token hands its prompt's KV over, at the
+    # decode runtime's KV precision (both decode runtimes are FP16)
+    requests = generate_requests(spec.workload, spec.model)
+    handed = requests.output_tokens > 1
+    per_token = spec.model.kv_bytes_per_token(16)
+    assert block["handed_over"] == int(handed.sum())
+    assert block["kv_bytes_moved"] == pytest.approx(
+        float(requests.input_tokens[handed].sum()) * per_token
+    )
+    assert 0 <= block["backpressured"] <= block["handed_over"]
 
 
 @pytest.mark.parametrize(
