@@ -25,6 +25,7 @@ from frontend.charts.calibration import fit_figure
 from frontend.views.common import validation_messages
 from simulations.catalog.models import Device, LLMModel
 from simulations.core.calibration.measurements import MAX_BYTES
+from simulations.core.devices import calibrated_kinds
 from simulations.measurements import selectors, services
 from simulations.measurements.models import Calibration, MeasurementSet
 from simulations.ownership import Visibility
@@ -41,9 +42,10 @@ def _choice_field(form: forms.Form, name: str) -> forms.ChoiceField:
 
 
 def _stack_choices(user: Any) -> list[tuple[str, str]]:
+    """The stacks the user may see of the families the calibration fits."""
     return [
         (r.slug, f"{r.name} ({r.slug})")
-        for r in selectors.runtimes_visible_to(user).filter(device_kind="gpu")
+        for r in selectors.runtimes_visible_to(user).filter(device_kind__in=calibrated_kinds())
     ]
 
 
@@ -67,7 +69,8 @@ class MeasurementImportForm(forms.Form):
         super().__init__(*args, **kwargs)
         _choice_field(self, "stack").choices = _stack_choices(user)
         _choice_field(self, "device").choices = [("", "—")] + [
-            (d.slug, d.name) for d in Device.objects.filter(kind="gpu").order_by("slug")
+            (d.slug, d.name)
+            for d in Device.objects.filter(kind__in=calibrated_kinds()).order_by("slug")
         ]
         _choice_field(self, "model").choices = [("", "—")] + [
             (m.slug, m.name) for m in LLMModel.objects.order_by("slug")

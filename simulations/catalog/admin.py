@@ -18,8 +18,7 @@ from django.urls import URLPattern, path, reverse
 
 from simulations.catalog import services as catalog_services
 from simulations.catalog.models import Device, LLMModel, MemoryTier, RuntimeProfile
-from simulations.choices import DeviceKind
-from simulations.core.devices import device_kinds
+from simulations.core.devices import CONTAINER_KINDS, device_kinds
 from simulations.device_families import kind_label, param_schema, params_errors
 from simulations.permissions import can_edit_catalog
 
@@ -39,12 +38,13 @@ class CatalogEditorAdmin(admin.ModelAdmin):
 
 
 class MemoryTierFormSet(BaseInlineFormSet):
-    """A device other than a SoC needs at least one memory tier (its local memory)."""
+    """A device other than a container (a SoC) needs at least one memory tier (its local
+    memory)."""
 
     def clean(self) -> None:
         super().clean()
         kept = [f for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE", False)]
-        if not kept and self.instance.kind != DeviceKind.SOC:
+        if not kept and self.instance.kind not in CONTAINER_KINDS:
             raise ValidationError("A device needs at least one memory tier (its local memory).")
 
 

@@ -20,12 +20,12 @@ from django.db.models.functions import Mod
 from django.db.models.lookups import Exact
 
 from simulations.choices import (
-    DeviceKind,
     FfnKind,
     LinkKind,
     MemoryKind,
     TraceVisibility,
 )
+from simulations.core.devices import CONTAINER_KINDS
 from simulations.core.errors import SpecError
 from simulations.core.provenance import calibration_from_dict
 from simulations.core.spec import ARCHITECTURE_BLOCKS
@@ -246,7 +246,7 @@ class Device(CatalogItem):
         if self.parent_id is not None:
             if self.pk is not None and self.parent_id == self.pk:
                 errors["parent"] = "A device cannot be its own parent."
-            elif self.parent is not None and self.parent.kind != DeviceKind.SOC:
+            elif self.parent is not None and self.parent.kind not in CONTAINER_KINDS:
                 errors["parent"] = "The parent must be a SoC."
         # the family's declaration decides the params (errors keyed ``params.<name>``)
         errors.update(params_errors(self.kind, self.params))

@@ -40,6 +40,11 @@ class DeviceKind(StrEnum):
     MEMORY_ACCEL = "memory-accel"
 
 
+#: Kinds that are containers of other devices (a phone SoC): no cost model and no memory of
+#: their own.
+CONTAINER_KINDS = frozenset({DeviceKind.SOC})
+
+
 class MemoryKind(StrEnum):
     """Technology of a memory tier."""
 
@@ -278,7 +283,7 @@ class DeviceSpec:
             if not isinstance(self.params, Mapping):
                 raise SpecError(f"{self.slug}.params", "must be a mapping")
             object.__setattr__(self, "params", Params(self.params, path=f"{self.slug}.params"))
-        if not self.memory and self.kind is not DeviceKind.SOC:
+        if not self.memory and self.kind not in CONTAINER_KINDS:
             raise SpecError(f"{self.slug}.memory", "a device needs at least one memory tier")
         check_positive(f"{self.slug}.tdp_w", self.tdp_w)
         check_positive(f"{self.slug}.idle_w", self.idle_w, allow_zero=True)

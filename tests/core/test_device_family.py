@@ -13,7 +13,7 @@ import pytest
 
 from simulations.core.catalog import device_from_dict
 from simulations.core.devices import build_device_model, check_device, describe_family
-from simulations.core.errors import SpecError
+from simulations.core.errors import ScenarioValidationError, SpecError
 from simulations.core.planner import Search, parse_plan
 from simulations.core.scenario import parse_scenario
 from simulations.core.simulate import simulate
@@ -132,3 +132,31 @@ def test_a_kind_without_a_family_is_refused_by_the_catalog() -> None:
     with pytest.raises(SpecError) as exc:
         device_from_dict(toy.records()["devices"][0])
     assert exc.value.field == f"{TOY}.kind"
+
+
+def test_parallel_degrees_follow_the_familys_model_parallel_trait() -> None:
+    """The ``homogeneous`` policy asks the family, not the kind, whether a group of its
+    devices can serve one replica: the toy is refused tensor parallelism naming the device
+    until its family declares ``model_parallel``, then the pair runs as one replica."""
+    doc = {
+        "name": "toy tensor parallel",
+        "model": "llama2-7b",
+        "workload": _workload(12),
+        "systems": [
+            {
+                "name": "toy tp2",
+                "policy": "homogeneous",
+                "devices": [{"device": TOY, "count": 2}],
+                "options": {"max_batch": 8, "tensor_parallel": 2, "link": "pcie4-x16"},
+            }
+        ],
+    }
+    with toy.registered(), pytest.raises(ScenarioValidationError) as exc:
+        parse_scenario(doc, toy.catalog())
+    assert list(exc.value.errors) == ["systems[0].devices[0].device"]
+    assert "not toy-accel (toy-accel-1)" in exc.value.errors["systems[0].devices[0].device"][0]
+    with toy.registered(toy.ShardedToyAccelModel):
+        system = simulate(parse_scenario(doc, toy.catalog()))["systems"][0]
+    parallel = system["devices"][0]["parallel"]
+    assert (parallel["tensor_parallel"], parallel["replicas"]) == (2, 1)
+    assert system["throughput_tok_s"] > 0

@@ -13,6 +13,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from frontend.views.calibration import CalibrateForm, MeasurementImportForm
 from simulations.catalog.models import RuntimeProfile
 from simulations.measurements.models import Calibration, MeasurementSet
 from tests.factories import A100_OPERATORS, MeasurementSetFactory
@@ -133,3 +134,21 @@ def test_the_catalog_pages_list_catalog_profiles_not_a_users_private_one(
         html = alice_client.get(url).content.decode()
         assert "vllm-fp16" in html, url
         assert "bobs-vllm" not in html, url
+
+
+def test_the_forms_offer_the_stacks_and_devices_of_the_calibrated_families(
+    alice_client: Client, user: Any, seeded: Any
+) -> None:
+    """The choices follow the families whose stacks the calibration fits (the registry's
+    ``calibrated_kinds``): GPU stacks and devices, not an FPGA's."""
+    imports, fits = MeasurementImportForm(user=user), CalibrateForm(user=user)
+    for form in (imports, fits):
+        stacks = {value for value, _ in form.fields["stack"].choices}
+        assert {"vllm-fp16", "hf-eager-fp16"} <= stacks
+        assert "flightllm-w4a8" not in stacks
+    devices = {value for value, _ in imports.fields["device"].choices}
+    assert "a100-80gb" in devices
+    assert "u280" not in devices
+    html = alice_client.get("/calibrate/").content.decode()
+    assert 'value="vllm-fp16"' in html
+    assert 'value="flightllm-w4a8"' not in html

@@ -1,6 +1,8 @@
 """Fit a GPU stack's kernel-class parameters to a measurement set (bounded least squares).
 
-The model is :mod:`simulations.core.devices.gpu_kernels`: every parameter belongs to the
+The stacks and devices fitted are those of the families that cost their passes with the
+kernel-class model (:attr:`~simulations.core.devices.base.DeviceModel.kernel_calibration`:
+the GPUs). The model is :mod:`simulations.core.devices.gpu_kernels`: every parameter belongs to the
 stack and is a physical quantity with physical bounds (efficiencies in (0, 1], token counts
 and latencies ≥ 0), so a fit is a statement about the stack that transfers to other GPUs
 through their datasheets. :func:`fit_profile` is the service; the ``calibrate`` command and
@@ -8,8 +10,8 @@ the Django side call it.
 
 *Rows.* An operator row is predicted as the kernel's time on one layer (the sum of the graph
 operators it runs, each ``max(compute, memory, floor)``); an end-to-end row as the whole
-pass of :class:`~simulations.core.devices.gpu.GpuModel` (the layers' kernels plus the
-embedding, LM head, sampler and host step).
+pass of the device's family (:class:`~simulations.core.devices.gpu.GpuModel`: the layers'
+kernels plus the embedding, LM head, sampler and host step).
 
 *Residuals.* ``log(predicted / measured)`` for rows of at least :data:`SMALL_MS`; smaller rows
 (kernels that the source quantises to 1 µs) enter as ``(predicted − measured) /``
@@ -49,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from simulations.core.catalog import Catalog
-from simulations.core.devices.gpu import GpuModel
+from simulations.core.devices import calibrated_kinds, device_family
 from simulations.core.devices.gpu_kernels import (
     ALL_PARAMS,
     FIELD_PARAMS,
@@ -64,7 +66,7 @@ from simulations.core.devices.gpu_kernels import (
 )
 from simulations.core.errors import CapacityError, CoreError, SpecError
 from simulations.core.graph import Op, Precision, decode_graph, prefill_graph
-from simulations.core.spec import DeviceKind, DeviceSpec, ModelSpec, RuntimeProfile
+from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile
 
 from .measurements import (
     CellError,
@@ -394,6 +396,7 @@ class _Problem:
         self.prec = Precision.of(base)
         errors: list[CellError] = []
         accepted = _accepted_precisions(base)
+        fitted_kinds = calibrated_kinds()
         self.devices: list[DeviceSpec] = []
         self.models: list[ModelSpec] = []
         dev_index: dict[str, int] = {}
@@ -405,7 +408,7 @@ class _Problem:
             except SpecError:
                 errors.append(CellError(r.line, "device", f"unknown device {r.device!r}"))
                 continue
-            if dev.kind is not DeviceKind.GPU:
+            if dev.kind not in fitted_kinds:
                 errors.append(CellError(r.line, "device", f"{r.device} is not a GPU"))
                 continue
             try:
@@ -510,7 +513,7 @@ class _Problem:
 
     def _predict_end_to_end(self, values: Mapping[str, float]) -> np.ndarray:
         rt = with_values(self.base, values)
-        models = [GpuModel(d, rt) for d in self.devices]
+        models = [device_family(d.kind)(d, rt) for d in self.devices]
         out = np.empty(len(self.rows))
         for i, r in enumerate(self.rows):
             gm, model = models[self.row_device[i]], self.row_model[i]
@@ -681,7 +684,7 @@ def fit_profile(
     the module notes). Raises MeasurementError (rows naming unknown devices or models, a
     precision the stack does not run) or FitRefusedError (under-determined or unphysical).
     """
-    if base.device_kind != DeviceKind.GPU:
+    if base.device_kind not in calibrated_kinds():
         kind = str(base.device_kind)
         raise FitRefusedError(f"{base.slug} is a {kind} stack: only GPU stacks are fitted")
     if not base.params.get("fused_attention", 0):

@@ -17,13 +17,11 @@ from typing import Any
 
 from simulations.core.errors import SpecError
 from simulations.core.options import schema
-from simulations.core.spec import DeviceKind, DeviceSpec, RuntimeProfile, device_kind
+from simulations.core.spec import CONTAINER_KINDS, DeviceSpec, RuntimeProfile, device_kind
 
 from .base import DeviceModel, PhaseCost, StreamFloor, resolve_params
 
 _MODELS: dict[str, type[DeviceModel]] = {}
-#: Kinds that are containers of other devices (a phone SoC) and have no cost model.
-CONTAINER_KINDS = frozenset({DeviceKind.SOC})
 
 
 def register_device_model(kind: str) -> Callable[[type[DeviceModel]], type[DeviceModel]]:
@@ -68,6 +66,21 @@ def roofline_kinds() -> frozenset[str]:
     (:attr:`~.base.DeviceModel.single_device_roofline`); containers have none."""
     _load()
     return frozenset(k for k, cls in _MODELS.items() if cls.single_device_roofline)
+
+
+def model_parallel_kinds() -> frozenset[str]:
+    """The kinds whose family serves one replica from a group of its devices (tensor,
+    pipeline or expert parallelism, :attr:`~.base.DeviceModel.model_parallel`); containers
+    have none."""
+    _load()
+    return frozenset(k for k, cls in _MODELS.items() if cls.model_parallel)
+
+
+def calibrated_kinds() -> frozenset[str]:
+    """The kinds whose family's stacks the kernel-class calibration fits
+    (:attr:`~.base.DeviceModel.kernel_calibration`); containers have none."""
+    _load()
+    return frozenset(k for k, cls in _MODELS.items() if cls.kernel_calibration)
 
 
 def describe_family(kind: str) -> dict[str, Any]:
@@ -125,10 +138,12 @@ __all__ = [
     "PhaseCost",
     "StreamFloor",
     "build_device_model",
+    "calibrated_kinds",
     "check_device",
     "describe_family",
     "device_family",
     "device_kinds",
+    "model_parallel_kinds",
     "register_device_model",
     "roofline_kinds",
 ]

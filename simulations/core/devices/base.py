@@ -92,6 +92,19 @@ class DeviceModel(ABC):
     #: memory allows). A design that decodes one request at a time says 1, and a scheduler
     #: that batches caps its batches there instead of asking the device's kind.
     max_sequences_per_pass: ClassVar[int | None] = None
+    #: Whether a group of the family's devices can serve one model replica together by
+    #: tensor, pipeline or expert parallelism (:class:`~.parallel.ParallelGroup`): the cost
+    #: the family gives a shard of the model (:func:`~.parallel.shard_model`,
+    #: :func:`~.parallel.stage_model`) is one device's share of the work, and its devices
+    #: exchange activations over a link. A family whose sharding nobody has modelled (a
+    #: design built around one whole model, a host CPU) keeps False, and policies refuse
+    #: parallel degrees above 1 on its devices.
+    model_parallel: ClassVar[bool] = False
+    #: Whether the family costs its passes with the kernel-class model
+    #: (:mod:`.gpu_kernels`) whose stack parameters the calibration
+    #: (``simulations.core.calibration.fit``) fits to measured kernel and end-to-end times:
+    #: the calibration takes devices and stacks of such families only.
+    kernel_calibration: ClassVar[bool] = False
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         self.device = device

@@ -268,6 +268,10 @@ class GpuModel(DeviceModel):
     #: A decode step is the batch's fixed operators plus, per attention operator,
     #: max(compute, memory, launch/floor) of terms affine in the cached tokens: convex.
     decode_convex_in_kv: ClassVar[bool] = True
+    #: vLLM's tensor, pipeline and expert parallelism over NVLink / PCIe groups of GPUs.
+    model_parallel: ClassVar[bool] = True
+    #: A fused stack's kernel classes (:mod:`.gpu_kernels`) are fitted by the calibration.
+    kernel_calibration: ClassVar[bool] = True
 
     def __init__(self, device: DeviceSpec, runtime: RuntimeProfile) -> None:
         super().__init__(device, runtime)

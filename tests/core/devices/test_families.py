@@ -11,10 +11,12 @@ import pytest
 from simulations.core.catalog import builtin_catalog
 from simulations.core.devices import (
     build_device_model,
+    calibrated_kinds,
     check_device,
     describe_family,
     device_family,
     device_kinds,
+    model_parallel_kinds,
     roofline_kinds,
 )
 from simulations.core.devices.base import DeviceModel, PhaseCost, host_round_trip_s
@@ -42,6 +44,20 @@ def test_the_roofline_kinds_are_the_families_that_declare_one_device_roofline() 
     with toy.registered():
         assert toy.KIND in roofline_kinds()
     assert toy.KIND not in roofline_kinds()
+
+
+def test_the_parallel_and_calibrated_kinds_are_the_families_that_declare_them() -> None:
+    from tests.core.toy import device_family as toy
+
+    # vLLM's tensor/pipeline/expert parallelism and the kernel-class fit are the GPU's
+    assert model_parallel_kinds() == {"gpu"}
+    assert calibrated_kinds() == {"gpu"}
+    with toy.registered():
+        assert toy.KIND not in model_parallel_kinds()
+    with toy.registered(toy.ShardedToyAccelModel):
+        assert toy.KIND in model_parallel_kinds()
+        assert toy.KIND not in calibrated_kinds()
+    assert toy.KIND not in model_parallel_kinds()
 
 
 @pytest.mark.parametrize("slug", sorted(s for s, d in CAT.devices.items() if d.kind != "soc"))

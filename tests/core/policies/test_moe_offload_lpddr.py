@@ -281,3 +281,19 @@ def test_the_engines_fast_path_gives_the_step_by_step_times_on_the_board(
     for a, b in ((fast.first_token_s, ref.first_token_s), (fast.finish_s, ref.finish_s)):
         assert np.allclose(a, b, rtol=1e-9, atol=0)
     assert np.all(np.isfinite(fast.finish_s))
+
+
+def test_cold_tier_host_refuses_a_board_in_the_gpu_role() -> None:
+    """The host offload is modelled for the devices the host tier's ``gpu`` role takes (a
+    GPU's memory and host link), not for a board of two tiers."""
+    doc = copy.deepcopy(DOC)
+    doc["systems"] = doc["systems"][:1]
+    doc["systems"][0]["options"]["cold_tier"] = "host"
+    doc["systems"][0]["devices"].append({"device": "epyc-9575f", "count": 1, "role": "host"})
+    with pytest.raises((SpecError, ScenarioValidationError)) as err:
+        _run(doc)
+    assert "h2m2 is not a GPU: name cold_tier lpddr for a board" in str(err.value)
+    system = replace(parse_scenario(DOC, CAT).systems[0], options={"cold_tier": "host"})
+    with pytest.raises(SpecError, match="is not a GPU") as direct:
+        MoeOffloadPolicy.check_system(system, moe_model("mixtral-8x22b"))
+    assert direct.value.field == "devices"

@@ -88,12 +88,19 @@ class ToyAccelModel(DeviceModel):
         return StreamFloor(shared, model.kv_bytes_per_token(self.runtime.kv_bits), self.bw)
 
 
+class ShardedToyAccelModel(ToyAccelModel):
+    """The toy family declaring that its devices serve a replica together (tensor, pipeline
+    or expert parallelism): each device's share is costed as a shard of the model."""
+
+    model_parallel = True
+
+
 @contextlib.contextmanager
-def registered() -> Iterator[None]:
-    """The toy family registered for ``toy-accel`` inside the block only."""
+def registered(family: type[ToyAccelModel] = ToyAccelModel) -> Iterator[None]:
+    """The toy family (``family``) registered for ``toy-accel`` inside the block only."""
     devices.device_kinds()  # the real families are loaded before the registry is saved
     saved = dict(devices._MODELS)
-    devices.register_device_model(KIND)(ToyAccelModel)
+    devices.register_device_model(KIND)(family)
     try:
         yield
     finally:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from simulations.core.devices import build_device_model
+from simulations.core.devices import build_device_model, model_parallel_kinds
 from simulations.core.devices.base import DeviceModel
 from simulations.core.devices.parallel import (
     ParallelGroup,
@@ -26,7 +26,6 @@ from simulations.core.policies.base import OptionSpec, RoleSpec, register, resol
 from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
-    DeviceKind,
     DevicePlacement,
     DeviceSpec,
     ModelSpec,
@@ -71,16 +70,16 @@ class HomogeneousPolicy(EnginePolicy):
     shared prefix cached once per device (:mod:`simulations.core.engine.chunked`).
     A system created in the builder or the API starts with :attr:`new_system_options`.
 
-    *Parallelism* (GPUs only): ``tensor_parallel`` × ``pipeline_parallel`` devices of a
-    placement form one model replica (:class:`~simulations.core.devices.parallel.
-    ParallelGroup`: heads, KV heads and FFN widths split ``tensor_parallel`` ways with two
-    all-reduces per layer, layers split into ``pipeline_parallel`` stages run with
-    ``micro_batches`` micro-batches), communicating over the catalog ``link``; the
-    placement's ``count / (tp × pp)`` replicas are data-parallel behind the router, each one
-    engine unit. Degrees 1 and 1 are exactly the single-device model. A degree that does
-    not divide the model's heads, KV heads, FFN width or layers, a count it does not
-    divide, or a model whose share of the weights does not fit one device's memory is
-    refused when the scenario is parsed, naming the option.
+    *Parallelism* (devices whose family is ``model_parallel``: GPUs): ``tensor_parallel``
+    × ``pipeline_parallel`` devices of a placement form one model replica
+    (:class:`~simulations.core.devices.parallel.ParallelGroup`: heads, KV heads and FFN
+    widths split ``tensor_parallel`` ways with two all-reduces per layer, layers split into
+    ``pipeline_parallel`` stages run with ``micro_batches`` micro-batches), communicating
+    over the catalog ``link``; the placement's ``count / (tp × pp)`` replicas are
+    data-parallel behind the router, each one engine unit. Degrees 1 and 1 are exactly the
+    single-device model. A degree that does not divide the model's heads, KV heads, FFN
+    width or layers, a count it does not divide, or a model whose share of the weights does
+    not fit one device's memory is refused when the scenario is parsed, naming the option.
 
     Deviations/assumptions: the same paged-memory bound is applied with ``max_batch = 1``
     (it only matters for contexts near the memory limit); the router does not move queued
@@ -297,8 +296,9 @@ class HomogeneousPolicy(EnginePolicy):
                 )
         if not opts["link"] and system.interconnect is None:
             raise SpecError("options.link", f"name the interconnect of the {group}-device groups")
+        sharded = model_parallel_kinds()
         for j, p in enumerate(system.devices):
-            if p.device.kind is not DeviceKind.GPU:
+            if p.device.kind not in sharded:
                 raise SpecError(
                     f"devices[{j}].device",
                     f"tensor and pipeline parallelism are modelled for GPUs, not "

@@ -35,6 +35,10 @@ HOST_ROLE = RoleSpec(
     ("cpu",),
     required=False,
 )
+#: ``cold_tier`` host: the ``gpu`` role takes the devices the host offload is modelled for
+#: (a GPU's own memory and host link; a board's tiers are ``cold_tier`` lpddr's), each
+#: with its host CPU.
+HOST_TIER_ROLES = (replace(GPU_ROLE, kinds=("gpu",)), replace(HOST_ROLE, required=True))
 #: Where the cold experts live: host memory, or the LPDDR tier of a two-tier board
 #: (:mod:`.tiered`); ``lpddr-only`` is that board holding everything in LPDDR.
 COLD_TIERS = ("host", "lpddr", "lpddr-only")
@@ -241,8 +245,9 @@ class MoeOffloadPolicy(EnginePolicy):
         if opts["expert_overlap"]:
             raise SpecError("options.expert_overlap", "applies to cold_tier lpddr only")
         n_gpu = sum(p.count for p in gpus)
+        offloading = HOST_TIER_ROLES[0].kinds
         for p in gpus:
-            if p.device.kind != "gpu":
+            if p.device.kind not in offloading:
                 raise SpecError(
                     "devices", f"{p.device.slug} is not a GPU: name cold_tier lpddr for a board"
                 )
@@ -304,10 +309,7 @@ class MoeOffloadPolicy(EnginePolicy):
         """``cold_tier`` host: GPUs, each with a host CPU (required); lpddr / lpddr-only:
         HBM+LPDDR boards alone (no host role)."""
         if options["cold_tier"] == "host":
-            return (
-                replace(GPU_ROLE, kinds=("gpu",)),
-                replace(HOST_ROLE, required=True),
-            )
+            return HOST_TIER_ROLES
         return (replace(GPU_ROLE, kinds=("memory-accel",)),)
 
     @classmethod
