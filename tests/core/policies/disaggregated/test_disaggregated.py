@@ -150,6 +150,21 @@ def test_mixed_device_types_in_one_pool_share_the_work() -> None:
     assert all(u.decode_tokens > 0 for u in sim.decode)
 
 
+def test_prefill_goes_to_the_instance_with_the_fewest_outstanding_prompt_tokens() -> None:
+    devices = [
+        {"device": "a100-80gb", "count": 2, "runtime": "vllm-fp16", "role": "prefill"},
+        {"device": "a100-80gb", "count": 1, "runtime": "vllm-fp16", "role": "decode"},
+    ]
+    # Every request arrives at once, before any prefill ends, so the routing is the greedy
+    # rule replayed over the prompts in arrival order: each to the least-loaded instance.
+    sim, req = run_sim(doc({}, devices, requests=40, arrival={"kind": "closed"}))
+    load = [0, 0]
+    for prompt in req.input_tokens.tolist():
+        load[min((0, 1), key=lambda u: (load[u], u))] += int(prompt)
+    assert [u.prefill_tokens for u in sim.prefill] == load
+    assert abs(load[0] - load[1]) <= int(req.input_tokens.max())
+
+
 def test_decode_goes_to_the_instance_with_the_most_free_kv_memory() -> None:
     devices = [
         {"device": "a100-80gb", "count": 1, "runtime": "vllm-fp16", "role": "prefill"},
