@@ -248,7 +248,12 @@ def _reasons(
             )
         if cheaper["not_confirmed"]:
             parts.append(f"{cheaper['not_confirmed']} not simulated (budget exhausted)")
-        out.append(f"All {n} cheaper configurations fail: " + "; ".join(parts) + ".")
+        lead = (
+            "The one cheaper configuration fails"
+            if n == 1
+            else f"All {n} cheaper configurations fail"
+        )
+        out.append(f"{lead}: " + "; ".join(parts) + ".")
         if "closest" in cheaper:
             c = cheaper["closest"]
             out.append(
