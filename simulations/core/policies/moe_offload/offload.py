@@ -51,6 +51,25 @@ def resident_model(model: ModelSpec, resident: int) -> ModelSpec:
     return replace(model, moe=replace(model.moe, resident_experts=resident))
 
 
+def expert_weight_bytes(model: ModelSpec, prec: Precision) -> float:
+    """Bytes per parameter of a routed expert: the stack's weight width, or the experts'
+    published format when narrower (e.g. MXFP4)."""
+    moe = model.moe
+    assert moe is not None
+    if moe.expert_weight_bits is None:
+        return prec.w
+    return min(prec.w, moe.expert_weight_bits / 8)
+
+
+def cold_expert_bytes(model: ModelSpec, resident: int, prec: Precision) -> float:
+    """Bytes of the experts not resident on the fast side (every MoE layer's
+    ``n_experts - resident``)."""
+    moe = model.moe
+    assert moe is not None
+    cold = moe.n_experts - resident
+    return model.moe_layers * cold * expert_params(model) * expert_weight_bytes(model, prec)
+
+
 class OffloadedGpu(DeviceModel):
     """A GPU cost model plus its offloaded experts on the host (see the module notes)."""
 
@@ -92,9 +111,7 @@ class OffloadedGpu(DeviceModel):
         assert moe is not None
         load = offloaded_expert_load(replace(moe, resident_experts=self.resident), tokens)
         p = float(expert_params(model))
-        ew = self.prec.w
-        if moe.expert_weight_bits is not None:
-            ew = min(ew, moe.expert_weight_bits / 8)
+        ew = expert_weight_bytes(model, self.prec)
         act = load.routed * model.hidden_size * 2.0
         t_cpu = self.cpu.roofline_s(2.0 * load.routed * p, load.distinct * p * ew)
         cpu_total = t_cpu + 2 * self.link.transfer_s(act) if load.routed > 0 else 0.0
@@ -140,15 +157,7 @@ class OffloadedGpu(DeviceModel):
 
     def host_weights_bytes(self, model: ModelSpec) -> float:
         """The offloaded experts' bytes in host memory."""
-        moe = model.moe
-        assert moe is not None
-        ew = (
-            self.prec.w
-            if moe.expert_weight_bits is None
-            else min(self.prec.w, moe.expert_weight_bits / 8)
-        )
-        cold = moe.n_experts - self.resident
-        return model.moe_layers * cold * expert_params(model) * ew
+        return cold_expert_bytes(model, self.resident, self.prec)
 
     def kv_bytes_per_token(self, model: ModelSpec) -> float:
         """The GPU keeps the whole KV cache."""

@@ -95,7 +95,7 @@ from simulations.core.graph import (
 )
 from simulations.core.spec import DeviceSpec, ModelSpec, RuntimeProfile
 
-from .offload import resident_model
+from .offload import cold_expert_bytes, expert_weight_bytes, resident_model
 
 #: Choices of the per-layer rule for the LPDDR tier.
 TIER_MODES = ("auto", "lpddr", "stream")
@@ -244,9 +244,7 @@ class TieredBoard(DeviceModel):
         assert moe is not None
         load = offloaded_expert_load(replace(moe, resident_experts=self.resident), tokens)
         p = float(expert_params(model))
-        ew = self.prec.w
-        if moe.expert_weight_bits is not None:
-            ew = min(ew, moe.expert_weight_bits / 8)
+        ew = expert_weight_bytes(model, self.prec)
         cold_bytes = load.distinct * p * ew
         if load.routed <= 0:
             out = ColdLayer(tokens, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "none", 0.0)
@@ -304,12 +302,7 @@ class TieredBoard(DeviceModel):
 
     def lpddr_weights_bytes(self, model: ModelSpec) -> float:
         """The cold experts' bytes in LPDDR."""
-        moe = model.moe
-        assert moe is not None
-        ew = self.prec.w
-        if moe.expert_weight_bits is not None:
-            ew = min(ew, moe.expert_weight_bits / 8)
-        return model.moe_layers * (moe.n_experts - self.resident) * expert_params(model) * ew
+        return cold_expert_bytes(model, self.resident, self.prec)
 
     @property
     def memory_capacity_bytes(self) -> float:
