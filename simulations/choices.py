@@ -38,6 +38,7 @@ class LinkKind(models.TextChoices):
     INFINITY_FABRIC = "infinity-fabric", "AMD Infinity Fabric"
     INFINIBAND = "infiniband", "InfiniBand"
     ETHERNET = "ethernet", "Ethernet"
+    ICI = "ici", "Google TPU ICI"
 
 
 class FfnKind(models.TextChoices):

@@ -65,6 +65,7 @@ class LinkKind(StrEnum):
     INFINITY_FABRIC = "infinity-fabric"  # AMD's GPU-to-GPU links (xGMI)
     INFINIBAND = "infiniband"
     ETHERNET = "ethernet"
+    ICI = "ici"  # Google TPU inter-chip interconnect (chip-to-chip torus links)
 
 
 class FfnKind(StrEnum):

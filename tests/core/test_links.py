@@ -21,6 +21,8 @@ SLUGS = (
     "ethernet-100g",
     "ethernet-400g",
 )
+#: Google TPU inter-chip interconnects: bandwidth published, latency not (0, sourced as such).
+ICI_SLUGS = ("ici-v5e", "ici-v6e")
 
 
 @pytest.mark.parametrize("slug", SLUGS)
@@ -49,7 +51,7 @@ def test_an_unknown_link_is_refused_naming_the_link_field() -> None:
 
 def test_a_catalog_built_from_other_records_keeps_the_shipped_links() -> None:
     cat = catalog_from_records()
-    assert set(cat.links) == set(SLUGS)
+    assert set(cat.links) == {*SLUGS, *ICI_SLUGS}
     extra = catalog_from_records(
         links=[{"slug": "toy-link", "name": "Toy", "kind": "ethernet", "bw_gbps": 1.0}]
     )
@@ -60,3 +62,22 @@ def test_a_link_record_with_a_bad_number_is_refused_naming_its_slug() -> None:
     with pytest.raises(SpecError) as err:
         LinkSpec(LinkKind.NVLINK, bw_gbps=-1.0, slug="broken")
     assert err.value.field == "broken.bw_gbps"
+
+
+@pytest.mark.parametrize(("slug", "bidirectional_per_chip"), [("ici-v5e", 400), ("ici-v6e", 800)])
+def test_tpu_ici_links_carry_half_the_published_bidirectional_per_chip_figure(
+    slug: str, bidirectional_per_chip: float
+) -> None:
+    link = builtin_catalog().link(slug)
+    assert link.kind is LinkKind.ICI and link.name
+    # Google's figure counts both directions over all 4 ICI ports of a chip.
+    assert link.bw_gbps == bidirectional_per_chip / 2
+    assert f"{bidirectional_per_chip} GBps" in link.sources["bw_gbps"]
+    assert "4" in link.sources["bw_gbps"] and "per direction" in link.sources["bw_gbps"]
+
+
+@pytest.mark.parametrize("slug", ICI_SLUGS)
+def test_an_unpublished_ici_latency_is_zero_and_says_so(slug: str) -> None:
+    link = builtin_catalog().link(slug)
+    assert link.latency_us == 0
+    assert link.sources["latency_us"].startswith("NOT PUBLISHED")
