@@ -22,12 +22,17 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from simulations.core.spec import DeviceSpec, unpublished_power_why
+
 #: Key of errors that concern the document as a whole.
 ROOT = "document"
 #: Characters of names (scenario, systems) and roles.
 MAX_NAME_LENGTH = 200
 #: Largest price a document may quote for one device, USD.
 MAX_PRICE_USD = 1e8
+#: Largest board power a document may quote for one device, W: a megawatt is far above any
+#: accelerator or whole-wafer system (tens of kW), so a unit slip (mW for W) is refused.
+MAX_TDP_W = 1e6
 
 
 #: Deepest nesting of arrays and objects accepted in JSON input. Documents need about 6
@@ -260,6 +265,31 @@ def read_positive(errs: Errors, path: str, value: Any, *, maximum: float) -> flo
         errs.add(path, f"must be at most {maximum:g}")
         return None
     return v
+
+
+def read_power_quote(
+    errs: Errors, path: str, value: Any, device: DeviceSpec | None
+) -> tuple[float | None, bool]:
+    """A placement's optional ``tdp_w`` (the board power per device the user measured or was
+    quoted, W, finite, in ``(0, MAX_TDP_W]``, not below the device's idle power) as
+    ``(quote, ok)``. Without a quote, a device whose catalog record has no published power
+    is refused at ``path`` (scenarios and plans share the wording); ``device`` ``None``
+    (unknown slug, reported elsewhere) checks the number alone."""
+    if value is None:
+        if device is not None and device.tdp_w is None:
+            errs.add(path, unpublished_power_why(device.slug))
+            return None, False
+        return None, True
+    quote = read_positive(errs, path, value, maximum=MAX_TDP_W)
+    if quote is None:
+        return None, False
+    if device is not None and quote < device.idle_w:
+        errs.add(
+            path,
+            f"must not be below {device.slug}'s idle power ({device.idle_w:g} W in the catalog)",
+        )
+        return None, False
+    return quote, True
 
 
 def read_list(

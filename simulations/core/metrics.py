@@ -15,7 +15,10 @@ Definitions (units are in the key names):
   scenario's quote (its ``price_usd``) when given, else the catalog's. ``prices`` lists
   each placement's price per device and ``price_source`` (``scenario``/``catalog``/
   ``null``), and each ``devices`` entry repeats its placement's two
-  (:meth:`~simulations.core.spec.SystemSpec.cost_fields`).
+  (:meth:`~simulations.core.spec.SystemSpec.cost_fields`). A placement that quotes its
+  board power (the scenario's ``tdp_w``, which the device models then use in place of the
+  catalog's) adds ``tdp_w`` and ``power_source`` (``scenario``) to both entries; a
+  placement powered by the catalog's figure adds neither.
 - Energy: a device's busy energy comes from its cost model; while it waits it draws its
   idle power (``idle_power_w`` of the cost model) for the rest of the window.
   ``avg_power_w`` = total energy / span, ``energy_j_per_token`` = energy / generated tokens,

@@ -23,6 +23,7 @@ from simulations.core.catalog import Catalog
 from simulations.core.errors import ScenarioValidationError, SpecError, UnknownPolicyError
 from simulations.core.json_fields import (
     MAX_PRICE_USD,
+    MAX_TDP_W,
     ROOT,
     Errors,
     key_path,
@@ -30,6 +31,7 @@ from simulations.core.json_fields import (
     read_list,
     read_mapping,
     read_positive,
+    read_power_quote,
     read_str,
     reject_unknown_keys,
     type_name,
@@ -87,7 +89,7 @@ MAX_CAPACITY_STEPS = 10
 _WORKLOAD_KEYS = ("requests", "input_tokens", "output_tokens", "arrival", "seed", "shared_prefix")
 _PREFIX_KEYS = ("tokens", "fraction")
 _SYSTEM_KEYS = ("name", "description", "policy", "devices", "options")
-_PLACEMENT_KEYS = ("device", "count", "role", "runtime", "price_usd")
+_PLACEMENT_KEYS = ("device", "count", "role", "runtime", "price_usd", "tdp_w")
 _SLO_KEYS = ("ttft_p90_ms", "tpot_p90_ms", "ttft_p99_ms", "tpot_p99_ms", "e2e_p90_s")
 _DIST_KEYS = {
     "fixed": ("dist", "value"),
@@ -355,6 +357,7 @@ def _placement(
             errs, key_path(path, "price_usd"), obj["price_usd"], maximum=MAX_PRICE_USD
         )
         price_ok = price is not None
+    tdp_w, tdp_ok = read_power_quote(errs, key_path(path, "tdp_w"), obj.get("tdp_w"), device)
     runtime: RuntimeProfile | None = None
     rt_path = key_path(path, "runtime")
     if obj.get("runtime") is not None:
@@ -386,10 +389,22 @@ def _placement(
             )
         else:
             runtime = catalog.runtimes[default]
-    if device is None or count is None or role is None or runtime is None or not price_ok:
+    if (
+        device is None
+        or count is None
+        or role is None
+        or runtime is None
+        or not price_ok
+        or not tdp_ok
+    ):
         return None, count or 0
     placement = DevicePlacement(
-        device=device, count=count, runtime=runtime, role=role, quoted_price_usd=price
+        device=device,
+        count=count,
+        runtime=runtime,
+        role=role,
+        quoted_price_usd=price,
+        quoted_tdp_w=tdp_w,
     )
     return placement, count
 
@@ -810,6 +825,7 @@ def scenario_to_document(spec: ScenarioSpec) -> dict[str, Any]:
                             if p.quoted_price_usd is not None
                             else {}
                         ),
+                        **({"tdp_w": p.quoted_tdp_w} if p.quoted_tdp_w is not None else {}),
                     }
                     for p in s.devices
                 ],
@@ -837,6 +853,7 @@ __all__ = [
     "MAX_REQUESTS",
     "MAX_SEED",
     "MAX_SYSTEMS",
+    "MAX_TDP_W",
     "MAX_TIME_SCALE",
     "MAX_TOKENS",
     "MAX_TRACE_ROWS",

@@ -19,12 +19,20 @@ from .tco import tco_fields
 
 def _system_key(system: SystemSpec) -> str:
     """What decides a system's result besides the scenario: its policy, its placements
-    (device, count, role, runtime, quoted price) and its options — not its name."""
+    (device, count, role, runtime, quoted price, quoted power) and its options — not its
+    name."""
     return json.dumps(
         {
             "policy": system.policy,
             "devices": [
-                [p.device.slug, p.count, p.role, p.runtime.slug, p.quoted_price_usd]
+                [
+                    p.device.slug,
+                    p.count,
+                    p.role,
+                    p.runtime.slug,
+                    p.quoted_price_usd,
+                    p.quoted_tdp_w,
+                ]
                 for p in system.devices
             ],
             "options": system.options,

@@ -242,6 +242,15 @@ class LinkSpec:
         return self.latency_us * 1e-6 + nbytes / (self.bw_gbps * 1e9)
 
 
+def unpublished_power_why(slug: str) -> str:
+    """The refusal of a placement of ``slug`` whose catalog record has no ``tdp_w`` and
+    which quotes none (one wording for scenarios, plans and the engine)."""
+    return (
+        f"{slug} has no published power (see its source); give the board power you "
+        "measured or were quoted, in W"
+    )
+
+
 @dataclass(frozen=True)
 class DeviceSpec:
     """Datasheet facts of one device (no software behaviour).
@@ -252,6 +261,11 @@ class DeviceSpec:
     family's declaration when the catalog loads the record
     (:func:`simulations.core.devices.check_device`). ``parent`` names the SoC a component
     (GPU/NPU/CPU of a phone SoC) belongs to.
+
+    ``tdp_w`` is ``None`` when the vendor publishes no power figure (Google's TPUs, AMD's
+    Alveo V80): the catalog never invents one, so a scenario or plan placing such a device
+    must quote the board power itself (a placement's ``tdp_w``, see
+    :class:`DevicePlacement`), which replaces this ``None`` before any device model reads it.
     """
 
     slug: str
@@ -259,7 +273,7 @@ class DeviceSpec:
     kind: str
     vendor: str
     memory: tuple[MemoryTier, ...]
-    tdp_w: float
+    tdp_w: float | None
     idle_w: float
     price_usd: float | None = None
     fp16_tflops: float | None = None
@@ -286,9 +300,12 @@ class DeviceSpec:
             object.__setattr__(self, "params", Params(self.params, path=f"{self.slug}.params"))
         if not self.memory and self.kind not in CONTAINER_KINDS:
             raise SpecError(f"{self.slug}.memory", "a device needs at least one memory tier")
-        check_positive(f"{self.slug}.tdp_w", self.tdp_w)
+        # None = not published; the bound against idle power can only be checked once the
+        # board power is known (here, or when a placement's quote fills it in).
+        if self.tdp_w is not None:
+            check_positive(f"{self.slug}.tdp_w", self.tdp_w)
         check_positive(f"{self.slug}.idle_w", self.idle_w, allow_zero=True)
-        if self.idle_w > self.tdp_w:
+        if self.tdp_w is not None and self.idle_w > self.tdp_w:
             raise SpecError(f"{self.slug}.idle_w", "must not exceed tdp_w")
         _check_optional_positive(
             self,
@@ -303,6 +320,16 @@ class DeviceSpec:
                 "typical_w",
             ),
         )
+
+    @property
+    def board_power_w(self) -> float:
+        """``tdp_w`` for the models that compute energy from it. A placement fills in an
+        unpublished figure from its quote before any model runs (the scenario and plan
+        parsers refuse a placement with neither), so ``None`` here is a caller's bug, still
+        refused by name rather than failing as arithmetic on ``None``."""
+        if self.tdp_w is None:
+            raise SpecError(f"{self.slug}.tdp_w", unpublished_power_why(self.slug))
+        return float(self.tdp_w)
 
     @property
     def primary_memory(self) -> MemoryTier:
@@ -786,6 +813,9 @@ class WorkloadSpec:
 #: Where a placement's price per device comes from (the result's ``price_source``).
 PRICE_FROM_SCENARIO = "scenario"
 PRICE_FROM_CATALOG = "catalog"
+#: Where a placement's power per device comes from (the result's ``power_source``, given
+#: only for a quoted power: the catalog's figure is the default and adds no key).
+POWER_FROM_SCENARIO = "scenario"
 
 
 @dataclass(frozen=True)
@@ -796,6 +826,13 @@ class DevicePlacement:
     per device, which overrides the catalog's ``price_usd`` (e.g. for devices the catalog
     has no price for). Every capex figure reads :attr:`unit_price_usd`, never the catalog
     price directly.
+
+    ``quoted_tdp_w`` is the scenario's ``tdp_w`` for this entry — the board power per device
+    the user measured or was quoted, for devices whose vendor publishes none (catalog
+    ``tdp_w`` ``None``) or to override the catalog's. Unlike a price, power feeds the device
+    models, so the quote is folded into :attr:`device` itself (a copy of the catalog record
+    with ``tdp_w`` replaced): every model reading ``device.tdp_w`` sees the one effective
+    figure. A placement with neither a catalog figure nor a quote is refused here.
     """
 
     device: DeviceSpec
@@ -803,10 +840,23 @@ class DevicePlacement:
     runtime: RuntimeProfile
     role: str = ""
     quoted_price_usd: float | None = None
+    quoted_tdp_w: float | None = None
 
     def __post_init__(self) -> None:
         if self.quoted_price_usd is not None:
             check_positive(f"{self.device.slug}.price_usd", self.quoted_price_usd)
+        if self.quoted_tdp_w is not None:
+            quote = check_positive(f"{self.device.slug}.tdp_w", self.quoted_tdp_w)
+            if self.device.idle_w > quote:
+                raise SpecError(
+                    f"{self.device.slug}.tdp_w",
+                    f"the quoted power {quote:g} W is below the device's idle power "
+                    f"{self.device.idle_w:g} W",
+                )
+            if self.device.tdp_w != quote:
+                object.__setattr__(self, "device", dataclasses.replace(self.device, tdp_w=quote))
+        elif self.device.tdp_w is None:
+            raise SpecError(f"{self.device.slug}.tdp_w", unpublished_power_why(self.device.slug))
 
     @property
     def unit_price_usd(self) -> float | None:
@@ -825,8 +875,17 @@ class DevicePlacement:
 
     def price_fields(self) -> dict[str, Any]:
         """The ``price_usd`` (per device) and ``price_source`` keys of a result's device
-        entry."""
-        return {"price_usd": self.unit_price_usd, "price_source": self.price_source}
+        entry, plus ``tdp_w`` and ``power_source`` (``"scenario"``) when the placement
+        quotes its power — absent otherwise, so results of catalog-powered systems keep
+        their shape."""
+        fields: dict[str, Any] = {
+            "price_usd": self.unit_price_usd,
+            "price_source": self.price_source,
+        }
+        if self.quoted_tdp_w is not None:
+            fields["tdp_w"] = float(self.quoted_tdp_w)
+            fields["power_source"] = POWER_FROM_SCENARIO
+        return fields
 
 
 @dataclass(frozen=True)

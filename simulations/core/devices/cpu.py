@@ -106,7 +106,7 @@ class CpuModel(DeviceModel):
         frac = runtime.param("active_power_frac", 1.0)
         if not 0.0 <= frac <= 1.0:
             raise SpecError(f"{runtime.slug}.params.active_power_frac", "must be in [0, 1]")
-        self.power_w = frac * device.tdp_w
+        self.power_w = frac * device.board_power_w
         self.precision = Precision.of(runtime)
         self._cache: dict[tuple[object, ...], float] = {}
 

@@ -314,9 +314,9 @@ class GpuModel(DeviceModel):
             # (what rate-based screens divide by).
             self.ops_rate = self.kernels.best_ops_rate
             self.bw = self.kernels.best_bw
-        self.p_compute = frac_param(runtime, "power_compute_frac", 1.0) * device.tdp_w
-        self.p_memory = frac_param(runtime, "power_memory_frac", 1.0) * device.tdp_w
-        self.p_wait = frac_param(runtime, "power_wait_frac", 0.0) * device.tdp_w
+        self.p_compute = frac_param(runtime, "power_compute_frac", 1.0) * device.board_power_w
+        self.p_memory = frac_param(runtime, "power_memory_frac", 1.0) * device.board_power_w
+        self.p_wait = frac_param(runtime, "power_wait_frac", 0.0) * device.board_power_w
         self._cache: dict[tuple[object, ...], PhaseCost] = {}
         self._plans: dict[tuple[ModelSpec, int], _DecodePlan] = {}
         self._mixed_lins: dict[ModelSpec, _MixedLin] = {}

@@ -37,6 +37,13 @@ may list ``memory_options``: ``{"hbm_gb": [48, 96], "lpddr_gb": [256, 512],
 "hbm_usd_per_gb": 20, "lpddr_usd_per_gb": 4}`` — one device choice per capacity
 combination (labelled ``h2m2[hbm48+lpddr256]``), priced at the entry's ``price_usd`` plus
 each listed tier's capacity at its price per GB.
+
+A device entry's ``tdp_w`` (the board power per device the user measured or was quoted,
+W, finite, in ``(0, MAX_TDP_W]``, not below the catalog's idle power) works like its price
+quote: required when the vendor publishes no power (catalog ``tdp_w`` null, e.g. TPUs),
+and overriding the catalog's figure when given. It replaces the device record's ``tdp_w``
+for the whole search (the power constraint, the screen's energy, the engine runs), and the
+report's scenario entries carry it as their ``tdp_w``.
 """
 
 from __future__ import annotations
@@ -53,12 +60,14 @@ from simulations.core.devices import CONTAINER_KINDS
 from simulations.core.errors import ScenarioValidationError, UnknownPolicyError
 from simulations.core.json_fields import (
     MAX_PRICE_USD,
+    MAX_TDP_W,
     Errors,
     key_path,
     read_int,
     read_list,
     read_mapping,
     read_positive,
+    read_power_quote,
     read_str,
     reject_unknown_keys,
     type_name,
@@ -122,7 +131,15 @@ _TARGET_KEYS = (
     "min_throughput_tok_s",
 )
 _SPACE_KEYS = ("devices", "policies")
-_DEVICE_KEYS = ("device", "runtime", "min_count", "max_count", "price_usd", "memory_options")
+_DEVICE_KEYS = (
+    "device",
+    "runtime",
+    "min_count",
+    "max_count",
+    "price_usd",
+    "tdp_w",
+    "memory_options",
+)
 _MEMORY_OPTION_KEYS = ("hbm_gb", "lpddr_gb", "hbm_usd_per_gb", "lpddr_usd_per_gb")
 #: Largest memory capacity one tier may be given (GB) and largest price per GB (USD).
 MAX_TIER_GB = 65536.0
@@ -298,6 +315,9 @@ class DeviceChoice:
     variant: str = ""
     #: Price of that memory configuration (the document's per-GB prices × capacities).
     memory_price_usd: float = 0.0
+    #: The plan document's ``tdp_w`` for this entry (the user's power quote), if given;
+    #: :attr:`device` already carries it as its ``tdp_w``.
+    quoted_tdp_w: float | None = None
 
     @property
     def price_usd(self) -> float:
@@ -320,6 +340,16 @@ class DeviceChoice:
             return f"plan document (space.devices[{i}].price_usd{memory})"
         cited = self.device.sources.get("price_usd")
         return (f"catalog ({cited})" if cited else "catalog") + memory
+
+    @property
+    def power_source(self) -> str:
+        """Where the device's ``tdp_w`` comes from: the plan document (the user's quote) or
+        the catalog record's cited source."""
+        if self.quoted_tdp_w is not None:
+            i = self.doc_index if self.doc_index >= 0 else self.index
+            return f"plan document (space.devices[{i}].tdp_w)"
+        cited = self.device.sources.get("tdp_w")
+        return f"catalog ({cited})" if cited else "catalog"
 
     @property
     def label(self) -> str:
@@ -528,6 +558,13 @@ def _device_entries(
                 f"{slug!r} holds other devices ({device.kind}); search its components instead",
             )
             device = None
+        # The power quote replaces the record's tdp_w before anything reads it (the power
+        # constraint, memory variants, the screen and the engine all see one figure).
+        tdp_quote, tdp_ok = read_power_quote(errs, key_path(p, "tdp_w"), obj.get("tdp_w"), device)
+        if not tdp_ok:
+            device = None
+        elif device is not None and tdp_quote is not None and tdp_quote != device.tdp_w:
+            device = replace(device, tdp_w=tdp_quote)
         lo = read_int(
             errs, key_path(p, "min_count"), obj.get("min_count", 1), minimum=1, maximum=MAX_COUNT
         )
@@ -575,7 +612,19 @@ def _device_entries(
         for name, spec, memory_usd in variants or [("", device, 0.0)]:
             by_slug.setdefault(device.slug, []).append(len(out))
             out.append(
-                DeviceChoice(len(out), spec, runtime, lo, hi, named, quoted, i, name, memory_usd)
+                DeviceChoice(
+                    len(out),
+                    spec,
+                    runtime,
+                    lo,
+                    hi,
+                    named,
+                    quoted,
+                    i,
+                    name,
+                    memory_usd,
+                    quoted_tdp_w=tdp_quote,
+                )
             )
     return out, by_slug
 
@@ -861,6 +910,7 @@ __all__ = [
     "MAX_CONFIGS",
     "MAX_PLAN_REQUESTS",
     "MAX_PRICE_USD",
+    "MAX_TDP_W",
     "OBJECTIVES",
     "Constraints",
     "DeviceChoice",

@@ -14,6 +14,7 @@ Shape (units in the key names; ``null`` where a figure does not exist)::
                         "calibration", "exact", "binding", "reasons", "runner_up",
                         "cheaper"} | null,
      "per_device_type": [{"device", "label", "runtime", "price_usd", "price_source",
+                          ["tdp_w", "power_source" when the plan quotes the power,]
                           "cheapest" | null, "exact", "why_none"}],
      "pareto": {"capex_vs_throughput", "capex_vs_energy_per_token", "tolerance", "exact"},
      "sensitivity": {...} | null,
@@ -22,13 +23,13 @@ Shape (units in the key names; ``null`` where a figure does not exist)::
      "scenario": a scenario document (docs/architecture.md) with the recommendation and its
                  alternatives, to re-run with ``manage.py simulate``; device entries the
                  plan quotes a price for carry it as ``price_usd``, so the re-run reports
-                 the plan's capex,
+                 the plan's capex, and a quoted power as ``tdp_w``,
      "scenario_omits": {"keys", "why"} (only when some are left out of the scenario)}
 
 A ``system`` entry (recommendation, runner-up, cheapest per device type) is a scenario
-``systems`` entry carrying the same quoted prices; beside it, ``calibration`` says for each
-placement whether its runtime profile was measured on that device, transferred from others
-or derived (:func:`simulations.core.provenance.device_calibration`).
+``systems`` entry carrying the same quoted prices and powers; beside it, ``calibration``
+says for each placement whether its runtime profile was measured on that device,
+transferred from others or derived (:func:`simulations.core.provenance.device_calibration`).
 """
 
 from __future__ import annotations
@@ -108,11 +109,17 @@ def _quotes(config: Config, plan: PlanSpec) -> list[float | None]:
 
 
 def _system_document(config: Config, plan: PlanSpec) -> dict[str, Any]:
-    """The configuration as a scenario ``systems`` entry with the plan's quoted prices."""
+    """The configuration as a scenario ``systems`` entry with the plan's quoted prices and
+    quoted powers (a power quote applies to a memory configuration too: it is the board's)."""
     doc = system_document(config, plan)
-    for item, quote in zip(doc["devices"], _quotes(config, plan), strict=True):
+    for item, quote, (_, entry) in zip(
+        doc["devices"], _quotes(config, plan), config.signature.roles, strict=True
+    ):
         if quote is not None:
             item["price_usd"] = quote
+        tdp_quote = plan.devices[entry].quoted_tdp_w
+        if tdp_quote is not None:
+            item["tdp_w"] = tdp_quote
     return doc
 
 
@@ -406,6 +413,10 @@ def build_report(search: Search, sensitivity: dict[str, Any] | None) -> dict[str
             "price_usd": choice.price_usd,
             "price_source": choice.price_source,
         }
+        if choice.quoted_tdp_w is not None:
+            # Only a quoted power adds keys: reports of catalog-powered plans keep their shape.
+            item["tdp_w"] = choice.quoted_tdp_w
+            item["power_source"] = choice.power_source
         if using:
             c, ev = using[0]
             item["cheapest"] = {**_entry(search, c.config, ev)}

@@ -171,7 +171,9 @@ def system_spec(config: Config, plan: PlanSpec) -> SystemSpec:
     """The configuration as a core SystemSpec (options resolved with the policy's defaults).
 
     A placement carries the plan's price as its quote where the plan quotes one or prices a
-    memory configuration, so the engine's capex and per-device prices are the plan's."""
+    memory configuration, so the engine's capex and per-device prices are the plan's, and
+    the plan's power quote (the entry's ``tdp_w``), so the result says where power came
+    from and the report's scenario keeps the quote."""
     cls = get_policy(config.policy)
     placements = tuple(
         DevicePlacement(
@@ -182,6 +184,7 @@ def system_spec(config: Config, plan: PlanSpec) -> SystemSpec:
             quoted_price_usd=plan.devices[entry].price_usd
             if plan.devices[entry].quoted_price_usd is not None or plan.devices[entry].variant
             else None,
+            quoted_tdp_w=plan.devices[entry].quoted_tdp_w,
         )
         for (role, entry), count in zip(config.signature.roles, config.counts, strict=True)
     )

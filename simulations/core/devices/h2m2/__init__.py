@@ -80,7 +80,7 @@ class H2M2AccelModel(DeviceModel):
         res = head_aware_iteration(shapes, H2M2Hardware.from_device(self.device), point)
         return PhaseCost(
             seconds=res.seconds,
-            joules=res.seconds * self.device.tdp_w,
+            joules=res.seconds * self.device.board_power_w,
             flops=res.ops,
             bytes=res.bytes_hbm + res.bytes_lpddr,
         )
@@ -98,7 +98,7 @@ class H2M2AccelModel(DeviceModel):
         total_bw = sum(s.bw_bytes_per_s for s in self.sides)
         peak = sum(s.accel.mm_peak_ops * s.chips for s in self.sides)
         seconds = max(ops / peak, wbytes / total_bw)
-        return PhaseCost(seconds, seconds * self.device.tdp_w, ops, wbytes)
+        return PhaseCost(seconds, seconds * self.device.board_power_w, ops, wbytes)
 
     def weights_bytes(self, model: ModelSpec) -> float:
         """Decoder weights at this stack's weight precision (embeddings excluded, §5.1)."""

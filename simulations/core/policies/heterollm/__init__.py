@@ -122,7 +122,7 @@ def soc_device(soc: HeteroSoc) -> DeviceSpec:
         kind=DeviceKind.SOC,
         vendor=npu.vendor,
         memory=npu.memory,
-        tdp_w=gpu.tdp_w + npu.tdp_w,
+        tdp_w=gpu.board_power_w + npu.board_power_w,
         idle_w=gpu.idle_w + npu.idle_w,
     )
 

@@ -146,13 +146,13 @@ class SideModel(DeviceModel):
         """The prompt pass's operators on this side."""
         g = prefill_graph(model, seq_lens, self.prec, fused_attention=True)
         s = pass_seconds(self.side, g)
-        return PhaseCost(s, s * self.device.tdp_w, g.flops, g.bytes)
+        return PhaseCost(s, s * self.device.board_power_w, g.flops, g.bytes)
 
     def decode_step(self, model: ModelSpec, batch: int, kv_tokens: int) -> PhaseCost:
         """One decode iteration's operators on this side."""
         g = decode_graph(model, batch, kv_tokens, self.prec, fused_attention=True)
         s = pass_seconds(self.side, g)
-        return PhaseCost(s, s * self.device.tdp_w, g.flops, g.bytes)
+        return PhaseCost(s, s * self.device.board_power_w, g.flops, g.bytes)
 
     def weights_bytes(self, model: ModelSpec) -> float:
         """Every weight the model spec holds (its ``resident_experts`` only, if set)."""
@@ -281,7 +281,7 @@ class TieredBoard(DeviceModel):
     def _with_cold(self, model: ModelSpec, c: PhaseCost, tokens: int) -> PhaseCost:
         extra = model.moe_layers * self.cold_layer(model, tokens).seconds
         seconds = c.seconds + extra
-        return PhaseCost(seconds, seconds * self.device.tdp_w, c.flops, c.bytes)
+        return PhaseCost(seconds, seconds * self.device.board_power_w, c.flops, c.bytes)
 
     def _hbm_model(self, model: ModelSpec) -> ModelSpec:
         return resident_model(model, self.resident)

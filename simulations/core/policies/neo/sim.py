@@ -107,8 +107,8 @@ class NeoSim(Simulator):
         self._backoff = 0
         self.scheduler = NeoScheduler(self, mode)
         gm = gpus[0].dm
-        self._p_active_prefill = float(getattr(gm, "p_compute", gpus[0].device.tdp_w))
-        self._p_active_decode = float(getattr(gm, "p_memory", gpus[0].device.tdp_w))
+        self._p_active_prefill = float(getattr(gm, "p_compute", gpus[0].device.board_power_w))
+        self._p_active_decode = float(getattr(gm, "p_memory", gpus[0].device.board_power_w))
         self._p_wait = float(gpus[0].idle_w)
         self._cpu_w = float(getattr(cpu.dm, "power_w", 0.0)) if cpu is not None else 0.0
         self.kv_gpu_unit = costs.kv_token_bytes / costs.tp

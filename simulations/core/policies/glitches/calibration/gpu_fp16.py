@@ -200,9 +200,9 @@ def fit_power(latency: dict[str, float], slugs: Sequence[str]) -> dict[str, floa
             # Relative residual: divide the row by the measured power.
             rows.append(
                 [
-                    dev.tdp_w * tc / total / meas_w,
-                    dev.tdp_w * tm / total / meas_w,
-                    dev.tdp_w * tw / total / meas_w,
+                    dev.board_power_w * tc / total / meas_w,
+                    dev.board_power_w * tm / total / meas_w,
+                    dev.board_power_w * tw / total / meas_w,
                 ]
             )
             target_w.append(1.0)
