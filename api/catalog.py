@@ -206,7 +206,10 @@ class DeviceSerializer(CatalogSerializer):
     fp32_tflops = quantity(help_text="Peak dense FP32 compute, TFLOP/s.")
     int8_tops = quantity(help_text="Peak dense INT8 compute, TOP/s.")
     int4_tops = quantity(help_text="Peak dense INT4 compute, TOP/s.")
-    tdp_w = quantity(required=True, help_text="Thermal design power, W.")
+    tdp_w = quantity(
+        help_text="Thermal design power, W; null (or omitted) when the vendor publishes none "
+        "(scenarios and plans then must give the placement's tdp_w)."
+    )
     idle_w = quantity(required=True, allow_zero=True, help_text="Idle power, W.")
     typical_w = quantity(help_text="Typical power under load, W.")
     price_usd = quantity(help_text="List price, US dollars.")
@@ -267,6 +270,8 @@ class DeviceSerializer(CatalogSerializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         record = drop_none(self.record(attrs))
+        # null is a fact here (no published power), not an omission: the record keeps it
+        record["tdp_w"] = attrs.get("tdp_w")
         record["memory"] = [dict(t) for t in attrs.get("memory", [])]
         for name in ("host_link", "peer_link"):
             if attrs.get(name) is not None:

@@ -14,8 +14,10 @@ The builder page is one HTML form whose fields are named after the document:
   ``capacity-<key>`` for each of :data:`CAPACITY_FIELDS`;
 * systems ``sys-<i>-…``: ``name``, ``policy``, ``opt-<policy>-<option>`` (the options of every
   registered policy, from its schema; only the chosen policy's are read) and devices
-  ``dev-<j>-device|count|role|runtime|price_usd``; ``sys-count``/``sys-<i>-dev-count`` give
-  the sizes. ``price_usd`` is the user's quote per device (empty: the catalog's price);
+  ``dev-<j>-device|count|role|runtime|price_usd|tdp_w``; ``sys-count``/``sys-<i>-dev-count``
+  give the sizes. ``price_usd`` is the user's quote per device (empty: the catalog's price),
+  ``tdp_w`` the board power per device the user measured or was quoted (empty: the
+  catalog's; required for a device whose vendor publishes none);
 * ``baseline``: the index of the system the others are compared with. The document lists
   it first (the CLI and the charts read the first system as the baseline).
 
@@ -69,14 +71,22 @@ MAX_DEVICES = rules.MAX_PLACEMENTS_PER_SYSTEM
 MAX_FIELD_CHARS = 4096
 #: Names the error messages of these device-row fields start with: a row's cells have no
 #: label of their own, and the core's message ("must be positive") does not say which value.
-DEVICE_FIELD_LABELS = {"price_usd": "Price (USD)"}
+DEVICE_FIELD_LABELS = {"price_usd": "Price (USD)", "tdp_w": "Power (W)"}
 #: What an empty price field of a row without a device says.
 PRICE_HINT = "catalog price"
+#: What an empty power field of a row without a device says.
+POWER_HINT = "catalog power"
 
 
 def catalog_price_hint(price: float | None) -> str:
     """What an empty price field says for a device whose catalog price is ``price``."""
     return f"catalog: {_str(price)}" if price is not None else "no catalog price"
+
+
+def catalog_power_hint(tdp_w: float | None) -> str:
+    """What an empty power field says for a device whose catalog power is ``tdp_w`` (a
+    device without a published one needs the field filled in)."""
+    return f"catalog: {_str(tdp_w)}" if tdp_w is not None else "not published: required"
 
 
 def policies() -> list[dict[str, Any]]:
@@ -99,6 +109,8 @@ class DeviceRow:
     runtime: str = ""
     #: the quote per device, in US dollars (empty: the catalog's price)
     price_usd: str = ""
+    #: the board power per device, in W (empty: the catalog's, which may not exist)
+    tdp_w: str = ""
     errors: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -320,6 +332,8 @@ class BuilderState:
                 entry["runtime"] = d.runtime.strip()
             if d.price_usd.strip():
                 entry["price_usd"] = _price(d.price_usd)
+            if d.tdp_w.strip():
+                entry["tdp_w"] = _price(d.tdp_w)  # a quote like the price: same number rules
             devices.append(entry)
         out["devices"] = devices
         options: dict[str, Any] = {}
@@ -351,7 +365,9 @@ class BuilderState:
                 row = self.systems[target[1]].devices[target[2]]
                 label = DEVICE_FIELD_LABELS.get(target[3])
                 if label is not None:
-                    msgs = [f"{label} {m}" for m in msgs]
+                    # "must be positive" needs the field's name; a sentence naming the
+                    # device ("tpu-v6e has no published power …") reads on its own
+                    msgs = [f"{label} {m}" if m.startswith(("must", "is ")) else m for m in msgs]
                 row.errors.setdefault(target[3], []).extend(msgs)
 
 
@@ -547,6 +563,7 @@ def state_from_post(data: Mapping[str, Any]) -> BuilderState:
                 role=_text(data, f"{p}dev-{j}-role"),
                 runtime=_text(data, f"{p}dev-{j}-runtime"),
                 price_usd=_text(data, f"{p}dev-{j}-price_usd"),
+                tdp_w=_text(data, f"{p}dev-{j}-tdp_w"),
             )
             for j in range(n_devices)
         ]
@@ -667,6 +684,7 @@ def state_from_document(doc: Mapping[str, Any]) -> BuilderState:
                     role=_str(d.get("role")),
                     runtime=_str(d.get("runtime")),
                     price_usd=_str(d.get("price_usd")),
+                    tdp_w=_str(d.get("tdp_w")),
                 )
                 for d in (s.get("devices") or ())
                 if isinstance(d, Mapping)

@@ -58,6 +58,10 @@ DEVICE_FIELDS = (
 )
 
 
+#: What a device's detail page shows for a power figure its vendor does not publish.
+UNPUBLISHED_POWER = "— (not published — give a figure in the scenario)"
+
+
 def _cache_get(key: str) -> Any:
     # a cache outage must not fail the page: the figure is computed again
     try:
@@ -137,7 +141,10 @@ def device_detail(request: HttpRequest, slug: str) -> HttpResponse:
     for name in DEVICE_FIELDS:
         f = cast("Field[Any, Any]", Device._meta.get_field(name))
         value = getattr(device, name)
-        if value in (None, "", []):
+        if value is None and name == "tdp_w":
+            # an unpublished power is a fact worth a row: scenarios must supply the figure
+            value = UNPUBLISHED_POWER
+        elif value in (None, "", []):
             continue
         display = getattr(device, f"get_{name}_display")() if getattr(f, "choices", None) else value
         source = ""

@@ -65,7 +65,7 @@ def catalog_choices(user: Any) -> dict[str, Any]:
     (the core's shipped links: the database stores none)."""
     devices = list(
         Device.objects.order_by("kind", "slug").values(
-            "slug", "name", "kind", "parent__slug", "price_usd"
+            "slug", "name", "kind", "parent__slug", "price_usd", "tdp_w"
         )
     )
     # the catalog's profiles plus the user's own (saved from a calibration) and shared ones

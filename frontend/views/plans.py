@@ -60,7 +60,8 @@ def _ensure_example_traces() -> None:
 
 
 def _plan_form(request: HttpRequest, data: Any = None) -> PlanForm:
-    """The plan form with the catalog's models, priced devices and screened policies, the
+    """The plan form with the catalog's models, priced devices with a published power (the
+    form has no quote fields; the JSON editor takes both quotes) and screened policies, the
     traces the user may use, and the planner's objectives."""
     from simulations.builtin_traces import builtin_traces_seed
     from simulations.catalog import selectors as catalog_selectors
@@ -72,7 +73,7 @@ def _plan_form(request: HttpRequest, data: Any = None) -> PlanForm:
     devices = [
         (d.slug, f"{d.name} (${d.price_usd:,.0f})")
         for d in catalog_selectors.device_list()
-        if d.price_usd and d.parent_id is None
+        if d.price_usd and d.tdp_w is not None and d.parent_id is None
     ]
     return PlanForm(
         data,

@@ -56,6 +56,7 @@ def _builder_context(
     price_hints = {
         d["slug"]: builder.catalog_price_hint(d["price_usd"]) for d in choices["devices"]
     }
+    power_hints = {d["slug"]: builder.catalog_power_hint(d["tdp_w"]) for d in choices["devices"]}
     provenance = builder_provenance(request.user, choices["device_kinds"])
     systems = []
     for i, block in enumerate(state.systems):
@@ -90,6 +91,8 @@ def _builder_context(
                         "row": row,
                         "price_field": f"sys-{i}-dev-{j}-price_usd",
                         "price_hint": price_hints.get(row.device.strip(), builder.PRICE_HINT),
+                        "power_field": f"sys-{i}-dev-{j}-tdp_w",
+                        "power_hint": power_hints.get(row.device.strip(), builder.POWER_HINT),
                         "provenance": provenance.get(f"{row.device.strip()}|{row.runtime.strip()}"),
                     }
                     for j, row in enumerate(block.devices)
@@ -101,6 +104,8 @@ def _builder_context(
         "deviceKinds": choices["device_kinds"],
         "priceHints": price_hints,
         "priceHint": builder.PRICE_HINT,
+        "powerHints": power_hints,
+        "powerHint": builder.POWER_HINT,
         "provenance": provenance,
         "runtimes": [
             {"slug": r["slug"], "kind": r["device_kind"], "default": r["default_for_kind"]}

@@ -141,7 +141,12 @@ class Device(CatalogItem):
     int8_tops = positive_float("Peak dense INT8 compute, TOP/s.")
     int4_tops = positive_float("Peak dense INT4 compute, TOP/s.")
     # Power and price.
-    tdp_w = positive_float("Thermal design power (board/TDP limit), W.", null=False)
+    # Nullable: Google publishes no TDP for its TPUs nor AMD for the Alveo V80, and the
+    # catalog never invents one; a scenario or plan placing such a device quotes it.
+    tdp_w = positive_float(
+        "Thermal design power (board/TDP limit), W; empty when the vendor publishes none; "
+        "scenarios then must give tdp_w."
+    )
     idle_w = positive_float(
         "Power drawn while idle, W; 0 if unknown (idle time then adds no energy, so energy "
         "figures are a lower bound).",
@@ -217,10 +222,13 @@ class Device(CatalogItem):
                     "price_usd",
                 )
             ),
-            bounded("tdp_w", nullable=False),
+            bounded("tdp_w"),
             bounded("idle_w", nullable=False, allow_zero=True),
+            # An unpublished TDP (NULL) bounds nothing; the quote is checked against idle_w
+            # when a scenario gives it.
             models.CheckConstraint(
-                condition=Q(idle_w__lte=F("tdp_w")), name="%(app_label)s_%(class)s_idle_le_tdp"
+                condition=Q(tdp_w__isnull=True) | Q(idle_w__lte=F("tdp_w")),
+                name="%(app_label)s_%(class)s_idle_le_tdp",
             ),
             *_link_constraints("host_link"),
             *_link_constraints("peer_link"),

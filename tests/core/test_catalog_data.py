@@ -62,6 +62,19 @@ def test_every_number_has_a_non_empty_source(path: Path, index: int, record: dic
     assert all(isinstance(v, str) and v.strip() for v in sources.values())
 
 
+def test_an_unpublished_power_says_where_it_was_looked_for() -> None:
+    """A device record without ``tdp_w`` (null: the vendor publishes none) must say so in
+    its sources: the refusal of a scenario without a quote sends the user there."""
+    unsourced = [
+        rec["slug"]
+        for path in FILES
+        if path.parent.name == "devices"
+        for rec in json.loads(path.read_text())
+        if rec.get("tdp_w", 0) is None and not str(rec.get("sources", {}).get("tdp_w", "")).strip()
+    ]
+    assert unsourced == []
+
+
 def test_every_record_builds_a_valid_spec_and_slugs_are_unique() -> None:
     seen: dict[str, set[str]] = {}
     for path in FILES:

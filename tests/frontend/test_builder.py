@@ -56,7 +56,7 @@ def form_of(state: builder.BuilderState) -> dict[str, str]:
         for opt, text in s.options.get(s.policy, {}).items():
             data[f"sys-{i}-opt-{s.policy}-{opt}"] = text
         for j, d in enumerate(s.devices):
-            for k in ("device", "count", "role", "runtime", "price_usd"):
+            for k in ("device", "count", "role", "runtime", "price_usd", "tdp_w"):
                 data[f"sys-{i}-dev-{j}-{k}"] = getattr(d, k)
     return data
 
@@ -108,6 +108,7 @@ def test_text_where_a_number_belongs_reaches_the_validator_as_text() -> None:
         ("systems[1].devices[1].count", ("device", 0, 1, "count")),
         ("systems[0].devices", ("system", 1, "devices")),
         ("systems[1].devices[0].price_usd", ("device", 0, 0, "price_usd")),
+        ("systems[1].devices[0].tdp_w", ("device", 0, 0, "tdp_w")),
     ],
 )
 def test_json_paths_map_to_the_fields_that_show_them(path: str, where: tuple) -> None:
@@ -377,6 +378,108 @@ def test_a_new_scenario_with_a_bad_price_is_not_stored(alice_client: Any, seeded
     assert "Price (USD) must be positive" in cell_after(
         response.content.decode(), 'name="sys-0-dev-0-price_usd"'
     )
+    assert not Scenario.objects.exists()
+
+
+# --- quoted powers (``tdp_w`` per device entry) -------------------------------------------
+
+UNPOWERED = "a100-unpowered"
+
+
+@pytest.fixture
+def unpowered(seeded: Any) -> Any:
+    """The A100 80GB stored again without a published power, as the catalog holds TPUs."""
+    from dataclasses import replace
+
+    from simulations.catalog.services import device_save
+    from simulations.core.catalog import builtin_catalog
+
+    a100 = builtin_catalog().devices["a100-80gb"]
+    return device_save(replace(a100, slug=UNPOWERED, name="A100 without power", tdp_w=None))
+
+
+def unpowered_document(**entry: Any) -> dict[str, Any]:
+    """The GLITCHES comparison whose 8×A100 system runs on the unpowered copy."""
+    doc = glitches_document()
+    doc["systems"][1]["devices"][0].update(device=UNPOWERED, **entry)
+    return doc
+
+
+def test_quoted_powers_survive_the_form_round_trip() -> None:
+    doc = glitches_document()
+    doc["systems"][0]["devices"][0]["tdp_w"] = 275
+    doc["systems"][1]["devices"][0]["tdp_w"] = 312.5
+    state = builder.state_from_document(doc)
+    assert state.systems[0].devices[0].tdp_w == "275"
+    assert state.systems[0].devices[1].tdp_w == ""
+    out = builder.state_from_post(QueryDict(mutable=True) | form_of(state)).to_document()
+    assert out["systems"] == doc["systems"]
+    assert "tdp_w" not in out["systems"][0]["devices"][1]
+
+
+def test_the_builder_posts_the_power_field_as_the_placements_tdp_w(
+    alice_client: Any, unpowered: Any
+) -> None:
+    state = builder.state_from_document(unpowered_document())
+    state.systems[1].devices[0].tdp_w = "300"
+    data = form_of(state)
+    assert data["sys-1-dev-0-tdp_w"] == "300"
+    data["action"] = "save"
+    assert alice_client.post("/scenarios/new/", data).status_code == 302
+    assert Scenario.objects.get().document == unpowered_document(tdp_w=300)
+
+
+def test_the_power_field_says_what_an_empty_one_stands_for(
+    alice_client: Any, user: Any, unpowered: Any
+) -> None:
+    scenario = services.scenario_create(owner=user, document=unpowered_document(tdp_w=300))
+    html = alice_client.get(f"/scenarios/{scenario.pk}/edit/").content.decode()
+    assert 'name="sys-1-dev-0-tdp_w" value="300"' in html
+    # an empty field of a device with a catalog power shows that power (the A100: 300 W)
+    assert 'name="sys-0-dev-0-tdp_w" value="" placeholder="catalog: 300"' in html
+    scenario.document["systems"][1]["devices"][0].pop("tdp_w")
+    state = builder.state_from_document(scenario.document)
+    data = form_of(state)
+    data["action"] = "save"
+    response = alice_client.post(f"/scenarios/{scenario.pk}/edit/", data)
+    assert 'placeholder="not published: required"' in response.content.decode()
+
+
+def test_a_device_without_published_power_and_no_power_is_refused_on_its_field(
+    alice_client: Any, unpowered: Any
+) -> None:
+    data = form_of(builder.state_from_document(unpowered_document()))
+    data["action"] = "save_run"
+    response = alice_client.post("/scenarios/new/", data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    cell = cell_after(html, 'name="sys-1-dev-0-tdp_w"')
+    assert f"{UNPOWERED} has no published power (see its source)" in cell
+    assert 'id="f-sys-1-dev-0-tdp_w-errors"' in cell
+    assert re.search(r'<td class="has-error">\s*<input id="f-sys-1-dev-0-tdp_w"', html)
+    assert not Scenario.objects.exists() and not SimulationRun.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("NaN", "Power (W) must be finite"),
+        ("-5", "Power (W) must be positive"),
+        ("0", "Power (W) must be positive"),
+        ("2e6", "Power (W) must be at most 1e+06"),
+        ("300 W", "Power (W) must be a number"),
+    ],
+)
+def test_an_invalid_power_is_shown_on_its_rows_field(
+    alice_client: Any, unpowered: Any, text: str, message: str
+) -> None:
+    state = builder.state_from_document(unpowered_document())
+    state.systems[1].devices[0].tdp_w = text
+    data = form_of(state)
+    data["action"] = "save"
+    response = alice_client.post("/scenarios/new/", data)
+    assert response.status_code == 400
+    assert message in cell_after(response.content.decode(), 'name="sys-1-dev-0-tdp_w"')
     assert not Scenario.objects.exists()
 
 

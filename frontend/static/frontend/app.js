@@ -189,6 +189,11 @@
       if (!dev || !price) { return; }
       var hints = registry.priceHints || {};
       price.placeholder = hints[dev.value] || registry.priceHint || "";
+      var power = row.querySelector("[data-power-input]");
+      if (power) {
+        var powerHints = registry.powerHints || {};
+        power.placeholder = powerHints[dev.value] || registry.powerHint || "";
+      }
     }
 
     function syncLength(fieldset) {

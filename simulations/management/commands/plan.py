@@ -126,6 +126,17 @@ def render_table(doc: dict[str, Any]) -> str:
                 "    ",
                 "  ",
             )
+    quoted_power = [item for item in doc["per_device_type"] if item.get("tdp_w") is not None]
+    if quoted_power:  # only quoted powers are listed: the catalog's are its datasheet figures
+        out.append("")
+        out.append("Quoted power (W per device):")
+        for item in quoted_power:
+            out += _wrap(
+                f"{item.get('label') or item['device']}: {_num(item['tdp_w'], '.4g')} from "
+                f"{item.get('power_source', 'the plan document')}",
+                "    ",
+                "  ",
+            )
     out.append("")
     out.append("Cheapest feasible system per device type:")
     for item in doc["per_device_type"]:
