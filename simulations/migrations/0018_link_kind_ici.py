@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('simulations', '0016_plan_claimed_job_help_text'),
+        ('simulations', '0017_device_tdp_w_unpublished'),
     ]
 
     operations = [
