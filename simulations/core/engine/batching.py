@@ -110,6 +110,8 @@ class BatchingSim(Simulator):
                 )
             self.pool[u.index] = pool
             self.wm[u.index] = int(watermark * pool)
+            # A convex decode curve learns each batch size up to the whole pool at once.
+            u.curve.kv_limit = max(u.curve.kv_limit, pool * block_size)
         self._check_capacity()
         self.mode = [IDLE] * nu
         self.S = [0] * nu
