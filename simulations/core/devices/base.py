@@ -82,8 +82,9 @@ class DeviceModel(ABC):
     settings: ClassVar[tuple[OptionSpec, ...]] = ()
     #: Whether :meth:`decode_step`'s seconds are convex in ``kv_tokens`` for every batch (a
     #: constant plus maxima of affine terms), which lets the engine verify its decode
-    #: curve's pieces at their ends only. A family that is not sure keeps False.
-    decode_convex_in_kv: ClassVar[bool] = False
+    #: curve's pieces at their ends only. A family that is not sure keeps False; a wrapper
+    #: (a parallel group) sets it per instance from what it wraps.
+    decode_convex_in_kv: bool = False
     #: Whether one device's roofline (:mod:`simulations.core.roofline`: its dense peak at
     #: the stack's precisions against its memory bandwidth) describes the family's devices.
     #: A family whose compute sits in several chips beside separate memories keeps False.

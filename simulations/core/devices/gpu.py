@@ -268,7 +268,7 @@ class GpuModel(DeviceModel):
 
     #: A decode step is the batch's fixed operators plus, per attention operator,
     #: max(compute, memory, launch/floor) of terms affine in the cached tokens: convex.
-    decode_convex_in_kv: ClassVar[bool] = True
+    decode_convex_in_kv: bool = True
     #: vLLM's tensor, pipeline and expert parallelism over NVLink / PCIe groups of GPUs.
     model_parallel: ClassVar[bool] = True
     #: A fused stack's kernel classes (:mod:`.gpu_kernels`) are fitted by the calibration.

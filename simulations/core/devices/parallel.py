@@ -294,6 +294,11 @@ class ParallelGroup(DeviceModel):
         self.width = max(tp, ep)
         #: Attention groups of a stage (each serving its share of the sequences).
         self.attn_groups = self.width // tp
+        # A tensor-parallel step is the shard's step plus collectives that depend on the
+        # batch only, and its energy a positive multiple of the two, so the shard's
+        # convexity in the cached tokens carries over. Data-parallel attention's
+        # ceil(tokens / groups) and a pipeline's micro-batch schedule do not keep it.
+        self.decode_convex_in_kv = inner.decode_convex_in_kv and pp == 1 and self.attn_groups == 1
         self.micro_batches = micro_batches
         self.link = link
         if algorithm is None:

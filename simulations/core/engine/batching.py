@@ -67,7 +67,10 @@ def book_decode_run(
     unit.occupy(t0, t0 + dur, joules, DECODE, label, b)
     unit.decode_tokens += b * k
     if unit.group_size > 1:
-        unit.comm_s += k * unit.dm.collective_decode_s(unit.model, b)
+        comm = unit.decode_comm_s.get(b)
+        if comm is None:
+            comm = unit.decode_comm_s[b] = unit.dm.collective_decode_s(unit.model, b)
+        unit.comm_s += k * comm
     unit.version += 1
 
 
@@ -110,6 +113,8 @@ class BatchingSim(Simulator):
                 )
             self.pool[u.index] = pool
             self.wm[u.index] = int(watermark * pool)
+            # A convex decode curve learns each batch size up to the whole pool at once.
+            u.curve.kv_limit = max(u.curve.kv_limit, pool * block_size)
         self._check_capacity()
         self.mode = [IDLE] * nu
         self.S = [0] * nu

@@ -141,6 +141,9 @@ class Unit:
         self.group_size = int(dm.group_size)
         self.parallel = dm.parallel_info()
         self.comm_s = 0.0
+        #: Collective seconds of one decode step by batch size (the unit's model is fixed,
+        #: and a loaded unit books tens of thousands of runs over a few dozen batch sizes).
+        self.decode_comm_s: dict[int, float] = {}
         if self.weights >= self.capacity:
             raise CapacityError(
                 f"devices[{placement}]",

@@ -190,23 +190,6 @@ class DecodeCurve:
         in the middle. Short ranges are verified point by point, or tabulated.
         """
         span = hi - lo
-        if self._many is not None and span > 0:
-            if span < MIN_SPAN:
-                self._prefetch(batch, range(lo, hi + 1))
-            else:
-                # The ends and their neighbours first: most ranges that are not affine
-                # fail there, and the interior probes are fetched only when they pass.
-                self._prefetch(batch, (lo, lo + 1, hi - 1, hi))
-        s0, j0 = self._val(batch, lo)
-        if span == 0:
-            p = _Piece(lo, hi)
-            p.a_s, p.a_j = s0, j0
-            return [p]
-        s1, j1 = self._val(batch, hi)
-        b_s = (s1 - s0) / span
-        b_j = (j1 - j0) / span
-        a_s = s0 - b_s * lo
-        a_j = j0 - b_j * lo
         if span < MIN_SPAN:
             probes: tuple[int, ...] | range = range(lo + 1, hi)
         else:
@@ -220,14 +203,22 @@ class DecodeCurve:
                 if self.convex
                 else (lo + 1, hi - 1, *(lo + 1 + int(f * (span - 2)) for f in _PROBE_FRACTIONS))
             )
-        if (
-            self._many is not None
-            and len(probes) > 2
-            and span >= MIN_SPAN
-            and self._fits(batch, a_s, b_s, a_j, b_j, probes[0])
-            and self._fits(batch, a_s, b_s, a_j, b_j, probes[1])
-        ):
-            self._prefetch(batch, probes[2:])
+        if self._many is not None and span > 0:
+            # The ends and every probe in one array call: a call costs about the same for 4
+            # points as for 26, and the engine learns thousands of pieces (one set per batch
+            # size), so fetching the probes of a range that then fails at its ends is cheaper
+            # than a second call for every range that passes. Values are the scalar ones.
+            self._prefetch(batch, (lo, hi, *probes))
+        s0, j0 = self._val(batch, lo)
+        if span == 0:
+            p = _Piece(lo, hi)
+            p.a_s, p.a_j = s0, j0
+            return [p]
+        s1, j1 = self._val(batch, hi)
+        b_s = (s1 - s0) / span
+        b_j = (j1 - j0) / span
+        a_s = s0 - b_s * lo
+        a_j = j0 - b_j * lo
         if all(self._fits(batch, a_s, b_s, a_j, b_j, k) for k in probes):
             p = _Piece(lo, hi)
             p.a_s, p.b_s, p.a_j, p.b_j = a_s, b_s, a_j, b_j
@@ -270,13 +261,8 @@ class DecodeCurve:
                 *(old + 1 + int(f * max(span - 1, 0)) for f in _PROBE_FRACTIONS),
             )
         a_s, b_s, a_j, b_j = piece.a_s, piece.b_s, piece.a_j, piece.b_j
-        self._prefetch(batch, probes[:2])
-        if (
-            len(probes) > 2
-            and self._fits(batch, a_s, b_s, a_j, b_j, probes[0])
-            and self._fits(batch, a_s, b_s, a_j, b_j, probes[1])
-        ):
-            self._prefetch(batch, probes[2:])
+        # One array call for the new end, its neighbour and the probes (as in _new_piece).
+        self._prefetch(batch, probes)
         if all(self._fits(batch, a_s, b_s, a_j, b_j, k) for k in probes):
             piece.hi = hi
             return True

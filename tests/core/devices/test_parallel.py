@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from simulations.core.catalog import builtin_catalog
@@ -19,6 +20,7 @@ from simulations.core.devices.parallel import (
     shard_model,
     stage_model,
 )
+from simulations.core.engine.curve import DecodeCurve
 from simulations.core.errors import SpecError
 
 CAT = builtin_catalog()
@@ -142,3 +144,29 @@ def test_a_parallel_group_without_a_link_is_refused_naming_the_link() -> None:
     with pytest.raises(SpecError) as err:
         ParallelGroup(h100(), 2)
     assert err.value.field == "options.link"
+
+
+def test_a_tensor_parallel_group_keeps_its_shards_convex_decode_cost() -> None:
+    """A TP group's step is its shard's plus batch-only collectives, so it is as convex in
+    the cached tokens as the shard: its decode curve learns pieces at their ends and sums
+    every run as the step-by-step reference does. Pipelines and data-parallel attention
+    (ceil of the tokens per group) do not claim it."""
+    group = ParallelGroup(h100(), 4, link=NVLINK4)
+    assert group.decode_convex_in_kv
+    assert not ParallelGroup(h100(), 2, 2, micro_batches=2, link=NVLINK4).decode_convex_in_kv
+
+    def step(batch: int, kv: int) -> tuple[float, float]:
+        c = group.decode_step(MODEL, batch, kv)
+        return c.seconds, c.joules
+
+    convex = DecodeCurve(step, steps_fn=lambda b, kv: group.decode_steps(MODEL, b, kv), convex=True)
+    convex.kv_limit = 200_000
+    reference = DecodeCurve(step, exact=True)
+    rng = np.random.default_rng(11)
+    for _ in range(150):
+        batch = int(rng.integers(1, 64))
+        k0 = int(rng.integers(0, 150_000 // batch)) * batch
+        n = int(rng.integers(1, 200))
+        assert convex.run_cost(batch, k0, n) == pytest.approx(
+            reference.run_cost(batch, k0, n), rel=1e-12
+        )

@@ -7,11 +7,13 @@ import itertools
 import numpy as np
 import pytest
 
+from simulations.core.catalog import builtin_catalog
+from simulations.core.devices import build_device_model
 from simulations.core.engine.batching import BatchingSim
 from simulations.core.engine.core import DECODE, PREFILL, SimOutput, build_units
 from simulations.core.engine.requests import RequestSet, generate_requests
 from simulations.core.errors import CapacityError
-from simulations.core.spec import ArrivalSpec, LengthDist, WorkloadSpec
+from simulations.core.spec import ArrivalSpec, DevicePlacement, LengthDist, WorkloadSpec
 
 from .doubles import LLAMA7B, RooflineDouble, TiledDouble, factory, gpu_spec, placement
 
@@ -178,3 +180,39 @@ def test_continuous_batching_routes_each_request_to_the_least_loaded_device() ->
     counts = np.bincount(out.finished_on, minlength=3)
     assert counts.tolist() == [10, 10, 10]
     assert out.finished_on[:6].tolist() == [0, 1, 2, 0, 1, 2]
+
+
+def test_convex_curves_learn_each_batch_size_up_to_the_pool_and_give_the_reference_times() -> None:
+    """With a convex family (a real GPU model) the scheduler lets each decode curve learn a
+    batch size up to the unit's KV pool at once; the run still gives the step-by-step
+    reference's times."""
+    cat = builtin_catalog()
+    model = cat.model("llama2-7b")
+    wl = WorkloadSpec(
+        requests=150,
+        input_tokens=LengthDist("uniform", low=50, high=2500),
+        output_tokens=LengthDist("lognormal", median=150.0, sigma=0.9, low=1, high=1000),
+        arrival=ArrivalSpec("poisson", rate_per_s=8.0),
+        seed=3,
+    )
+    reqs = generate_requests(wl, model)
+
+    def run(reference: bool) -> tuple[SimOutput, BatchingSim]:
+        units = build_units(
+            [DevicePlacement(cat.device("a100-80gb"), 2, cat.runtime("vllm-fp16"))],
+            model,
+            lambda d, r: type(build_device_model(d, r))(d, r),
+            exact=reference,
+            timeline_cap=None,
+            convex=True,
+        )
+        sim = BatchingSim(reqs, units, max_batch=64, reference=reference, audit=True)
+        return sim.run(), sim
+
+    (fast, sim), (ref, _) = run(False), run(True)
+    for unit in sim.units:
+        assert unit.curve.convex
+        assert unit.curve.kv_limit == sim.pool[unit.index] * sim.bs
+    for a, b in ((fast.first_token_s, ref.first_token_s), (fast.finish_s, ref.finish_s)):
+        rel = np.abs(a - b) / np.maximum(np.abs(b), 1e-12)
+        assert rel.max() < 1e-9

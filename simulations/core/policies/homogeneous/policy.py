@@ -397,10 +397,11 @@ class HomogeneousPolicy(EnginePolicy):
             exact=self.reference,
             timeline_cap=self.timeline_cap,
             step_overhead_s=overhead,
-            # The chunked scheduler is new: its decode curves verify their pieces at the
-            # ends only (for families with convex decode costs); the existing scheduler
-            # keeps the learning its recorded results came from.
-            convex=bool(opts["chunked_prefill"]),
+            # Families with convex decode costs (GPUs, tensor-parallel groups of them)
+            # verify their curves' pieces at the ends only and learn each batch size up to
+            # the KV pool at once, with or without chunked prefill: the same sums to
+            # rounding (checked against the step-by-step reference in the engine's tests).
+            convex=True,
         )
         if opts["chunked_prefill"]:
             for unit in units:
@@ -529,5 +530,5 @@ def _replica_unit(ctx: FitContext, sig: SignatureLike, options: dict[str, Any]) 
         factory,
         step_overhead_s=overhead,
         timeline_cap=0,
-        convex=bool(options["chunked_prefill"]),
+        convex=True,
     )[0]
