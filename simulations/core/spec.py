@@ -323,10 +323,11 @@ class DeviceSpec:
 
     @property
     def board_power_w(self) -> float:
-        """``tdp_w`` for the models that compute energy from it. A placement fills in an
-        unpublished figure from its quote before any model runs (the scenario and plan
-        parsers refuse a placement with neither), so ``None`` here is a caller's bug, still
-        refused by name rather than failing as arithmetic on ``None``."""
+        """``tdp_w`` for the models that compute energy from it (read on first use, so a
+        roofline needs none). A placement fills in an unpublished figure from its quote
+        (the scenario and plan parsers refuse a placement with neither); an energy figure
+        asked of a record without power (e.g. a roofline point of such a catalog device)
+        is refused by name rather than failing as arithmetic on ``None``."""
         if self.tdp_w is None:
             raise SpecError(f"{self.slug}.tdp_w", unpublished_power_why(self.slug))
         return float(self.tdp_w)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,42 @@ CAT = builtin_catalog()
 A100, U280 = CAT.device("a100-80gb"), CAT.device("u280")
 EAGER, FLIGHT = CAT.runtime("hf-eager-fp16"), CAT.runtime("flightllm-w4a8")
 LLAMA2_7B = CAT.model("llama2-7b")
+
+
+@pytest.mark.parametrize(
+    ("slug", "runtime"),
+    [("a100-80gb", "hf-eager-fp16"), ("hexagon-npu", None)],
+)
+def test_a_device_without_published_power_has_its_roofline(slug: str, runtime: str | None) -> None:
+    """A roof needs no power: a GPU or NPU record without ``tdp_w`` draws the same roof
+    as with it; only an energy figure asks for the power, naming the missing field."""
+    device = CAT.device(slug)
+    rt = CAT.runtime(runtime) if runtime else CAT.default_runtime(device)
+    unpowered = replace(device, slug=f"{slug}-unpowered", tdp_w=None)
+    got, want = roof(unpowered, rt), roof(device, rt)
+    assert {k: v for k, v in got.items() if k != "device"} == {
+        k: v for k, v in want.items() if k != "device"
+    }
+    if "active_power_w" in rt.params:  # the stack's own power needs no board figure
+        return
+    with pytest.raises(SpecError) as info:
+        phase_points(
+            unpowered, rt, LLAMA2_7B if slug != "hexagon-npu" else CAT.model("llama3.2-3b"), 64, 4
+        )
+    assert info.value.field == f"{slug}-unpowered.tdp_w"
+
+
+def test_a_cpu_model_without_published_power_asks_for_it_only_for_energy() -> None:
+    from simulations.core.devices import build_device_model
+
+    cpu = CAT.device("g5-4xlarge-cpu")
+    runtime = CAT.default_runtime(cpu)
+    model: Any = build_device_model(replace(cpu, slug="cpu-unpowered", tdp_w=None), runtime)
+    catalog_model: Any = build_device_model(cpu, runtime)
+    assert model.flops_rate == catalog_model.flops_rate
+    with pytest.raises(SpecError) as info:
+        _ = model.power_w
+    assert info.value.field == "cpu-unpowered.tdp_w"
 
 
 def test_ridge_point_is_peak_over_bandwidth() -> None:

@@ -233,3 +233,42 @@ def test_the_plan_form_refuses_bad_input_beside_the_field_and_stores_nothing(
     html = response.content.decode()
     assert f'id="id_{field}"' in html and "errorlist" in html
     assert not Plan.objects.exists()
+
+
+def test_the_plan_form_lists_no_device_without_published_power(
+    alice_client: Any, seeded: Any
+) -> None:
+    """The form has no quote fields, and a plan refuses a device without power unless the
+    document quotes one (the JSON editor takes ``tdp_w``)."""
+    from dataclasses import replace
+
+    from simulations.catalog.services import device_save
+    from simulations.core.catalog import builtin_catalog
+
+    a100 = builtin_catalog().devices["a100-80gb"]
+    device_save(replace(a100, slug="a100-unpowered", name="A100 without power", tdp_w=None))
+    html = alice_client.get("/plans/").content.decode()
+    assert 'value="a100-80gb"' in html
+    assert 'value="a100-unpowered"' not in html
+    response = alice_client.post("/plans/", _form_data(devices=["a100-unpowered"]))
+    assert response.status_code == 400
+    assert not Plan.objects.exists()
+
+
+def test_a_finished_plan_shows_a_quoted_power_with_its_source(
+    alice_client: Any, user: Any, seeded: Any
+) -> None:
+    from simulations.core.catalog import builtin_catalog
+    from simulations.core.planner import parse_plan, plan_search
+    from simulations.plans import services
+
+    doc = small_doc()
+    doc["space"]["devices"][0]["tdp_w"] = 275
+    result = plan_search(parse_plan(doc, builtin_catalog()))
+    plan = services.plan_create(spec=doc, owner=user)
+    Plan.objects.filter(pk=plan.pk).update(
+        status=RunStatus.SUCCEEDED, result=result, progress=100, finished_at=timezone.now()
+    )
+    html = alice_client.get(f"/plans/{plan.pk}/").content.decode()
+    assert "275 W" in html
+    assert "plan document (space.devices[0].tdp_w)" in html

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from simulations.core.errors import SpecError
 from simulations.core.graph import (
@@ -106,9 +106,15 @@ class CpuModel(DeviceModel):
         frac = runtime.param("active_power_frac", 1.0)
         if not 0.0 <= frac <= 1.0:
             raise SpecError(f"{runtime.slug}.params.active_power_frac", "must be in [0, 1]")
-        self.power_w = frac * device.board_power_w
+        self._power_frac = frac
         self.precision = Precision.of(runtime)
         self._cache: dict[tuple[object, ...], float] = {}
+
+    @cached_property
+    def power_w(self) -> float:
+        """Power while running, W (``active_power_frac`` × the board power), computed on
+        first use: a CPU whose vendor publishes no power still has a roofline."""
+        return self._power_frac * self.device.board_power_w
 
     # --- what the capacity planner asks ------------------------------------------------------
 

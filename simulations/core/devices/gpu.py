@@ -11,6 +11,7 @@ import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -314,9 +315,14 @@ class GpuModel(DeviceModel):
             # (what rate-based screens divide by).
             self.ops_rate = self.kernels.best_ops_rate
             self.bw = self.kernels.best_bw
-        self.p_compute = frac_param(runtime, "power_compute_frac", 1.0) * device.board_power_w
-        self.p_memory = frac_param(runtime, "power_memory_frac", 1.0) * device.board_power_w
-        self.p_wait = frac_param(runtime, "power_wait_frac", 0.0) * device.board_power_w
+        # The fractions are checked here; the watts (p_compute, p_memory, p_wait) follow
+        # from the board power on first use, so a device whose vendor publishes no power
+        # still has a roofline. Its placements always carry a quote (DevicePlacement).
+        self._power_fracs = (
+            frac_param(runtime, "power_compute_frac", 1.0),
+            frac_param(runtime, "power_memory_frac", 1.0),
+            frac_param(runtime, "power_wait_frac", 0.0),
+        )
         self._cache: dict[tuple[object, ...], PhaseCost] = {}
         self._plans: dict[tuple[ModelSpec, int], _DecodePlan] = {}
         self._mixed_lins: dict[ModelSpec, _MixedLin] = {}
@@ -324,6 +330,21 @@ class GpuModel(DeviceModel):
         self._tail_arrays: dict[int, tuple[_DecodePlan, np.ndarray, np.ndarray, np.ndarray]] = {}
         #: Whether the capacity checks count the cached tokens (see :meth:`with_shared_kv`).
         self.counts_kv = True
+
+    @cached_property
+    def p_compute(self) -> float:
+        """Power while compute-bound, W (``power_compute_frac`` × the board power)."""
+        return self._power_fracs[0] * self.device.board_power_w
+
+    @cached_property
+    def p_memory(self) -> float:
+        """Power while memory-bound, W (``power_memory_frac`` × the board power)."""
+        return self._power_fracs[1] * self.device.board_power_w
+
+    @cached_property
+    def p_wait(self) -> float:
+        """Power while waiting on the host, W (``power_wait_frac`` × the board power)."""
+        return self._power_fracs[2] * self.device.board_power_w
 
     # --- public API ----------------------------------------------------------------------
 

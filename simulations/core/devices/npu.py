@@ -96,7 +96,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from simulations.core.errors import SpecError
 from simulations.core.graph import OpKind, Precision, decode_graph, prefill_graph
@@ -236,8 +236,12 @@ class NpuModel(DeviceModel):
         if not float(row_block).is_integer() or row_block < 1:
             raise SpecError(f"{runtime.slug}.params.row_block", "must be a positive integer")
         self.row_block = int(row_block)
-        self.power_w = _nonneg(
-            runtime, "active_power_w", runtime.param("active_power_w", device.tdp_w)
+        # The stack's own power is checked here; without one the board's is read on first
+        # use (power_w), so an NPU whose vendor publishes no power still has a roofline.
+        self._active_power_w = (
+            _nonneg(runtime, "active_power_w", runtime.param("active_power_w"))
+            if "active_power_w" in runtime.params
+            else None
         )
         graph_bits = runtime.param("prefill_weight_bits", float(runtime.weight_bits))
         if not (math.isfinite(graph_bits) and 0 < graph_bits <= 64):
@@ -262,6 +266,14 @@ class NpuModel(DeviceModel):
         """None: phone SoCs are not searched by the planner (a SoC is not bought by the
         count), so the NPU model states no per-operator compute floor."""
         return None
+
+    @cached_property
+    def power_w(self) -> float:
+        """Power while this stack runs, W: the profile's ``active_power_w``, else the board
+        power."""
+        if self._active_power_w is not None:
+            return self._active_power_w
+        return _nonneg(self.runtime, "active_power_w", self.device.board_power_w)
 
     def floor_power_w(self) -> float:
         """0.0: no power floor is claimed."""
