@@ -153,7 +153,7 @@ def test_a_tpu_without_a_power_quote_is_refused_naming_the_placements_tdp_w(devi
     assert "systems[0].devices[0].tdp_w" in errs
 
 
-def v80_scenario(*, tdp_w: float | None = 190.0) -> dict[str, Any]:
+def v80_scenario(*, tdp_w: float | None = 190.0, policy: str = "disaggregated") -> dict[str, Any]:
     decode: dict[str, Any] = {"device": "alveo-v80", "count": 2, "role": "decode"}
     if tdp_w is not None:
         decode["tdp_w"] = tdp_w
@@ -170,19 +170,21 @@ def v80_scenario(*, tdp_w: float | None = 190.0) -> dict[str, Any]:
         "systems": [
             {
                 "name": "1xA100 prefill + 2xV80 decode",
-                "policy": "disaggregated",
+                "policy": policy,
                 "devices": [
                     {"device": "a100-80gb", "count": 1, "role": "prefill"},
                     decode,
                 ],
-                "options": {"prefill_max_batch": 1, "prefetch_ratio": 4},
+                "options": {"prefetch_ratio": 4}
+                | ({"prefill_max_batch": 1} if policy == "disaggregated" else {}),
             }
         ],
     }
 
 
-def test_the_v80_decodes_behind_a_gpu_prefill_with_a_power_quote() -> None:
-    system = simulate(parse_scenario(v80_scenario(), CAT))["systems"][0]
+@pytest.mark.parametrize("policy", ["disaggregated", "glitches"])
+def test_the_v80_decodes_behind_a_gpu_prefill_with_a_power_quote(policy: str) -> None:
+    system = simulate(parse_scenario(v80_scenario(policy=policy), CAT))["systems"][0]
     by_slug = {d["device"]: d for d in system["devices"]}
     assert set(by_slug) == {"a100-80gb", "alveo-v80"}
     assert system["requests"] == 6 and system["tpot_ms"]["mean"] > 0
