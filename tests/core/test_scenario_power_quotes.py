@@ -7,16 +7,18 @@ survives re-serialisation and separates otherwise identical systems."""
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from typing import Any
 
 import pytest
 
 from simulations.core.catalog import builtin_catalog, catalog_from_records, iter_records
-from simulations.core.errors import ScenarioValidationError, SpecError
+from simulations.core.errors import SpecError
 from simulations.core.scenario import MAX_TDP_W, parse_scenario, scenario_to_document
 from simulations.core.simulate import _system_key, simulate
 from simulations.core.spec import DevicePlacement, DeviceSpec
+from tests.core.quoted_scenarios import homogeneous, run_systems, scenario_doc, scenario_errors
 
 BASE = builtin_catalog()
 #: The A100 80GB record with its power taken away, as the catalog holds devices whose vendor
@@ -44,36 +46,11 @@ CATALOG = catalog_from_records(
     ],
     base=BASE,
 )
-WORKLOAD: dict[str, Any] = {
-    "requests": 12,
-    "input_tokens": {"dist": "uniform", "low": 100, "high": 400},
-    "output_tokens": {"dist": "uniform", "low": 8, "high": 40},
-    "arrival": {"kind": "poisson", "rate_per_s": 2.0},
-    "seed": 0,
-}
 
 
-def _doc(*systems: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": "quoted power",
-        "model": "llama2-7b",
-        "workload": copy.deepcopy(WORKLOAD),
-        "systems": list(systems),
-    }
-
-
-def _homogeneous(*devices: dict[str, Any], name: str = "sys") -> dict[str, Any]:
-    return {"name": name, "policy": "homogeneous", "devices": list(devices)}
-
-
-def _errors(document: dict[str, Any]) -> dict[str, list[str]]:
-    with pytest.raises(ScenarioValidationError) as info:
-        parse_scenario(document, CATALOG)
-    return info.value.errors
-
-
-def _run(document: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(simulate(parse_scenario(document, CATALOG))["systems"])
+_doc = functools.partial(scenario_doc, name="quoted power")
+_errors = functools.partial(scenario_errors, catalog=CATALOG)
+_run = functools.partial(run_systems, catalog=CATALOG)
 
 
 def test_the_catalog_record_loads_without_a_power_figure() -> None:
@@ -111,7 +88,7 @@ def _kwargs() -> dict[str, Any]:
 
 def test_a_device_without_published_power_is_refused_without_a_quote_naming_the_field() -> None:
     errs = _errors(
-        _doc(_homogeneous({"device": "a100-80gb", "count": 1}, {"device": UNPOWERED, "count": 1}))
+        _doc(homogeneous({"device": "a100-80gb", "count": 1}, {"device": UNPOWERED, "count": 1}))
     )
     assert list(errs) == ["systems[0].devices[1].tdp_w"]
     (message,) = errs["systems[0].devices[1].tdp_w"]
@@ -134,17 +111,17 @@ def test_a_device_without_published_power_is_refused_without_a_quote_naming_the_
     ],
 )
 def test_it_rejects_a_bad_power_quote_naming_its_path(quote: Any, words: str) -> None:
-    errs = _errors(_doc(_homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": quote})))
+    errs = _errors(_doc(homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": quote})))
     assert list(errs) == ["systems[0].devices[0].tdp_w"]
     assert words in errs["systems[0].devices[0].tdp_w"][0]
 
 
 def test_a_power_quote_below_the_idle_power_is_refused() -> None:
-    errs = _errors(_doc(_homogeneous({"device": "a100-idling", "count": 1, "tdp_w": 25})))
+    errs = _errors(_doc(homogeneous({"device": "a100-idling", "count": 1, "tdp_w": 25})))
     assert list(errs) == ["systems[0].devices[0].tdp_w"]
     assert "idle power (50 W" in errs["systems[0].devices[0].tdp_w"][0]
     spec = parse_scenario(
-        _doc(_homogeneous({"device": "a100-idling", "count": 1, "tdp_w": 50})), CATALOG
+        _doc(homogeneous({"device": "a100-idling", "count": 1, "tdp_w": 50})), CATALOG
     )
     assert spec.systems[0].devices[0].device.tdp_w == 50
 
@@ -161,7 +138,7 @@ def test_a_placement_built_in_code_refuses_a_device_without_power_and_without_a_
 
 def test_a_quote_becomes_the_placements_device_power() -> None:
     spec = parse_scenario(
-        _doc(_homogeneous({"device": UNPOWERED, "count": 2, "tdp_w": 350})), CATALOG
+        _doc(homogeneous({"device": UNPOWERED, "count": 2, "tdp_w": 350})), CATALOG
     )
     (placement,) = spec.systems[0].devices
     assert placement.quoted_tdp_w == 350
@@ -172,7 +149,7 @@ def test_a_quote_becomes_the_placements_device_power() -> None:
 
 
 def test_a_device_without_published_power_runs_with_a_quote_and_says_where_it_came_from() -> None:
-    (result,) = _run(_doc(_homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 300})))
+    (result,) = _run(_doc(homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 300})))
     assert result["energy_j"] > 0
     (device,) = result["devices"]
     assert device["tdp_w"] == 300
@@ -191,7 +168,7 @@ def test_a_device_without_published_power_runs_with_a_quote_and_says_where_it_ca
 
 
 def test_a_catalog_powered_placement_adds_no_power_keys() -> None:
-    (result,) = _run(_doc(_homogeneous({"device": "a100-80gb", "count": 1})))
+    (result,) = _run(_doc(homogeneous({"device": "a100-80gb", "count": 1})))
     assert "tdp_w" not in result["devices"][0] and "power_source" not in result["devices"][0]
     assert "tdp_w" not in result["prices"][0]
 
@@ -199,8 +176,8 @@ def test_a_catalog_powered_placement_adds_no_power_keys() -> None:
 def test_a_quote_equal_to_the_catalog_figure_gives_the_catalog_devices_figures() -> None:
     catalog, quoted = _run(
         _doc(
-            _homogeneous({"device": "a100-80gb", "count": 1}, name="catalog"),
-            _homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": _RECORD["tdp_w"]}, name="q"),
+            homogeneous({"device": "a100-80gb", "count": 1}, name="catalog"),
+            homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": _RECORD["tdp_w"]}, name="q"),
         )
     )
     for key in ("energy_j", "avg_power_w", "energy_j_per_token", "span_s", "throughput_tok_s"):
@@ -210,8 +187,8 @@ def test_a_quote_equal_to_the_catalog_figure_gives_the_catalog_devices_figures()
 def test_a_quote_scales_energy_proportionally_and_leaves_latency_alone() -> None:
     low, high = _run(
         _doc(
-            _homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 250}, name="low"),
-            _homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 500}, name="high"),
+            homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 250}, name="low"),
+            homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 500}, name="high"),
         )
     )
     for key in ("energy_j", "avg_power_w", "energy_j_per_token"):
@@ -227,8 +204,8 @@ def test_a_quote_scales_energy_proportionally_and_leaves_latency_alone() -> None
 def test_a_quote_overrides_a_published_power() -> None:
     catalog, quoted = _run(
         _doc(
-            _homogeneous({"device": "a100-80gb", "count": 1}, name="catalog"),
-            _homogeneous(
+            homogeneous({"device": "a100-80gb", "count": 1}, name="catalog"),
+            homogeneous(
                 {"device": "a100-80gb", "count": 1, "tdp_w": 2 * _RECORD["tdp_w"]}, name="q"
             ),
         )
@@ -240,9 +217,9 @@ def test_a_quote_overrides_a_published_power() -> None:
 def test_systems_differing_only_in_quoted_power_do_not_share_results() -> None:
     spec = parse_scenario(
         _doc(
-            _homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 250}, name="a"),
-            _homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 500}, name="b"),
-            _homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 250}, name="c"),
+            homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 250}, name="a"),
+            homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 500}, name="b"),
+            homogeneous({"device": UNPOWERED, "count": 1, "tdp_w": 250}, name="c"),
         ),
         CATALOG,
     )
@@ -256,7 +233,7 @@ def test_systems_differing_only_in_quoted_power_do_not_share_results() -> None:
 
 def test_a_power_quote_survives_scenario_to_document() -> None:
     doc = _doc(
-        _homogeneous(
+        homogeneous(
             {"device": UNPOWERED, "count": 2, "tdp_w": 275, "price_usd": 9000},
             {"device": "a100-80gb", "count": 1},
         )

@@ -3,49 +3,24 @@ path, and capex / cost efficiency / price provenance in the result for every pol
 
 from __future__ import annotations
 
-import copy
+import functools
 import math
 from typing import Any
 
 import pytest
 
 from simulations.core.catalog import builtin_catalog
-from simulations.core.errors import ScenarioValidationError, SpecError
+from simulations.core.errors import SpecError
 from simulations.core.scenario import MAX_PRICE_USD, parse_scenario, scenario_to_document
-from simulations.core.simulate import simulate
 from simulations.core.spec import DevicePlacement
+from tests.core.quoted_scenarios import homogeneous, run_systems, scenario_doc, scenario_errors
 
 CATALOG = builtin_catalog()
-WORKLOAD: dict[str, Any] = {
-    "requests": 12,
-    "input_tokens": {"dist": "uniform", "low": 100, "high": 400},
-    "output_tokens": {"dist": "uniform", "low": 8, "high": 40},
-    "arrival": {"kind": "poisson", "rate_per_s": 2.0},
-    "seed": 0,
-}
 
 
-def _doc(*systems: dict[str, Any], model: str = "llama2-7b") -> dict[str, Any]:
-    return {
-        "name": "quoted prices",
-        "model": model,
-        "workload": copy.deepcopy(WORKLOAD),
-        "systems": list(systems),
-    }
-
-
-def _homogeneous(*devices: dict[str, Any], name: str = "sys") -> dict[str, Any]:
-    return {"name": name, "policy": "homogeneous", "devices": list(devices)}
-
-
-def _errors(document: dict[str, Any]) -> dict[str, list[str]]:
-    with pytest.raises(ScenarioValidationError) as info:
-        parse_scenario(document, CATALOG)
-    return info.value.errors
-
-
-def _run(document: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(simulate(parse_scenario(document, CATALOG))["systems"])
+_doc = functools.partial(scenario_doc, name="quoted prices")
+_errors = functools.partial(scenario_errors, catalog=CATALOG)
+_run = functools.partial(run_systems, catalog=CATALOG)
 
 
 @pytest.mark.parametrize(
@@ -64,8 +39,8 @@ def _run(document: dict[str, Any]) -> list[dict[str, Any]]:
 )
 def test_it_rejects_a_bad_quoted_price_naming_its_path(price: Any, words: str) -> None:
     doc = _doc(
-        _homogeneous({"device": "a100-80gb", "count": 1}),
-        _homogeneous(
+        homogeneous({"device": "a100-80gb", "count": 1}),
+        homogeneous(
             {"device": "a100-80gb", "count": 1},
             {"device": "a10g", "count": 2, "price_usd": price},
             name="other",
@@ -78,7 +53,7 @@ def test_it_rejects_a_bad_quoted_price_naming_its_path(price: Any, words: str) -
 
 def test_the_largest_quote_and_a_null_one_are_accepted() -> None:
     doc = _doc(
-        _homogeneous(
+        homogeneous(
             {"device": "a10g", "count": 1, "price_usd": MAX_PRICE_USD},
             {"device": "a100-80gb", "count": 1, "price_usd": None},
         )
@@ -100,8 +75,8 @@ def test_a_quote_prices_a_device_the_catalog_does_not() -> None:
     assert CATALOG.devices["a10g"].price_usd is None
     unquoted, quoted = _run(
         _doc(
-            _homogeneous({"device": "a10g", "count": 4}, name="catalog"),
-            _homogeneous({"device": "a10g", "count": 4, "price_usd": 3500}, name="quoted"),
+            homogeneous({"device": "a10g", "count": 4}, name="catalog"),
+            homogeneous({"device": "a10g", "count": 4, "price_usd": 3500}, name="quoted"),
         )
     )
     assert unquoted["capex_usd"] is None and unquoted["cost_efficiency_tok_s_per_usd"] is None
@@ -209,7 +184,7 @@ def test_a_soc_is_priced_by_its_processors_quotes() -> None:
 
 def test_a_quote_survives_scenario_to_document() -> None:
     doc = _doc(
-        _homogeneous(
+        homogeneous(
             {"device": "a10g", "count": 2, "price_usd": 3500},
             {"device": "a100-80gb", "count": 1},
         )
