@@ -156,10 +156,13 @@ def filesystem_broker_options(folder: Path) -> dict:
         "data_folder_out": str(folder / "queue"),
         "processed_folder": str(folder / "processed"),
         "control_folder": str(folder / "control"),
+        # hetplanner.broker's: a message is written here, then renamed into the queue.
+        "staging_folder": str(folder / "staging"),
+        "rejected_folder": str(folder / "rejected"),
         "store_processed": False,
         "polling_interval": 0.1,
     }
-    for key in ("data_folder_in", "processed_folder", "control_folder"):
+    for key in ("data_folder_in", "processed_folder", "control_folder", "staging_folder"):
         Path(options[key]).mkdir(parents=True, exist_ok=True)
     return options
 
@@ -179,6 +182,8 @@ if REDIS_URL:
 else:
     # kombu's filesystem transport: a real broker between processes that needs no server.
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's filesystem channel, with atomic sends and claims between processes.
+    CELERY_BROKER_TRANSPORT = "hetplanner.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(BROKER_DIR)
 CELERY_TASK_DEFAULT_QUEUE = env("HETPLANNER_QUEUE", default="hetplanner")
 # The reconcilers' own queue, consumed by a worker of its own (`-Q housekeeping`): on the
