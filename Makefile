@@ -41,11 +41,11 @@ beat: $(STAMP) ## Start the scheduler of the run reconciler (exactly one per dep
 
 test: export DJANGO_SETTINGS_MODULE = hetplanner.settings.test
 test: $(STAMP) ## Run the whole test suite (core, integration with a real worker, browser)
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=20
 
 test-sqlite: export DJANGO_SETTINGS_MODULE = hetplanner.settings.test
 test-sqlite: $(STAMP) ## Run the Django-side tests on the embedded defaults (SQLite, filesystem broker); the core tests touch no database
-	env -u DATABASE_URL -u REDIS_URL $(BIN)/pytest --ignore=tests/core
+	env -u DATABASE_URL -u REDIS_URL $(BIN)/pytest --ignore=tests/core --durations=20
 
 test-core: $(STAMP) ## Run only the simulation-core tests (no database)
 	$(BIN)/pytest tests/core
