@@ -11,12 +11,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from simulations.adapters import catalog_from_db
 from simulations.catalog.models import Device
-from simulations.core.scenario import parse_scenario
-from simulations.core.simulate import simulate
-from simulations.runs import services
 from simulations.scenarios.models import Scenario
+from tests.api.in_process import run_systems
 
 pytestmark = pytest.mark.django_db
 
@@ -102,14 +99,7 @@ def test_a_scenario_with_a_power_quote_is_stored_and_its_run_uses_it(
     stored = Scenario.objects.get(pk=created.json()["id"]).document
     assert stored["systems"][1]["devices"][0]["tdp_w"] == 300
 
-    run_id = alice.post("/api/runs/", {"scenario": created.json()["id"]}, format="json").json()[
-        "id"
-    ]
-    claim = services.run_claim(run_id, worker="test:0")
-    assert claim is not None
-    result = simulate(parse_scenario(claim.document, catalog_from_db()))
-    assert services.run_mark_succeeded(run_id, claim.attempt, result)
-    catalog_a100, quoted = alice.get(f"/api/runs/{run_id}/result/").json()["result"]["systems"]
+    catalog_a100, quoted = run_systems(alice, created.json()["id"])
     assert quoted["devices"][0]["tdp_w"] == 300
     assert quoted["devices"][0]["power_source"] == "scenario"
     assert "power_source" not in catalog_a100["devices"][0]

@@ -17,6 +17,7 @@ from simulations.core.simulate import simulate
 from simulations.runs import services
 from simulations.runs.models import SimulationRun
 from simulations.scenarios.models import Scenario
+from tests.api.in_process import execute_in_process
 from tests.factories import ScenarioFactory, SimulationRunFactory
 
 pytestmark = pytest.mark.django_db
@@ -25,14 +26,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def scenario_id(alice: APIClient, catalog: Any, document: dict) -> int:
     return alice.post("/api/scenarios/", {"document": document}, format="json").json()["id"]
-
-
-def execute_in_process(run_id: int) -> None:
-    """What a worker does, in this process: claim, simulate, store."""
-    claim = services.run_claim(run_id, worker="test:0")
-    assert claim is not None
-    result = simulate(parse_scenario(claim.document, catalog_from_db()))
-    assert services.run_mark_succeeded(run_id, claim.attempt, result)
 
 
 def test_submitting_a_run_answers_202_with_the_queued_run(

@@ -8,11 +8,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from simulations.adapters import catalog_from_db
-from simulations.core.scenario import parse_scenario
-from simulations.core.simulate import simulate
-from simulations.runs import services
 from simulations.scenarios.models import Scenario
+from tests.api.in_process import run_systems
 
 pytestmark = pytest.mark.django_db
 
@@ -31,14 +28,7 @@ def test_a_scenario_with_a_quoted_price_is_accepted_and_its_run_uses_it(
     stored = Scenario.objects.get(pk=created.json()["id"]).document
     assert stored["systems"][1]["devices"][0]["price_usd"] == 3500
 
-    run_id = alice.post("/api/runs/", {"scenario": created.json()["id"]}, format="json").json()[
-        "id"
-    ]
-    claim = services.run_claim(run_id, worker="test:0")
-    assert claim is not None
-    result = simulate(parse_scenario(claim.document, catalog_from_db()))
-    assert services.run_mark_succeeded(run_id, claim.attempt, result)
-    systems = alice.get(f"/api/runs/{run_id}/result/").json()["result"]["systems"]
+    systems = run_systems(alice, created.json()["id"])
     a10g = systems[1]
     assert a10g["capex_usd"] == 2 * 3500
     assert a10g["cost_efficiency_tok_s_per_usd"] == pytest.approx(a10g["throughput_tok_s"] / 7000)
