@@ -134,6 +134,29 @@ def test_llama_8b_on_four_tpus_at_tp4_spends_time_on_the_ici(device: str) -> Non
     assert system["tpot_ms"]["mean"] > 0 and system["energy_j"] > 0
 
 
+@pytest.mark.parametrize("device", ["tpu-v6e", "tpu-v5e"])
+def test_a_tpu_group_without_a_link_option_runs_over_its_own_ici(device: str) -> None:
+    named = tpu_scenario(device)
+    unnamed = tpu_scenario(device)
+    del unnamed["systems"][0]["options"]["link"]
+    by_name = simulate(parse_scenario(named, CAT))["systems"][0]
+    by_default = simulate(parse_scenario(unnamed, CAT))["systems"][0]
+    # The record's peer link carries the catalog link's figures, so the run is the same;
+    # only its name differs (a device's own link has no slug).
+    assert by_default["devices"][0]["parallel"]["link"] == "ici"
+    assert by_default["tpot_ms"] == by_name["tpot_ms"]
+    assert by_default["ttft_ms"] == by_name["ttft_ms"]
+
+
+def test_a_gpu_group_without_a_link_option_is_refused_naming_the_option() -> None:
+    doc = tpu_scenario("tpu-v6e")
+    doc["systems"][0]["devices"] = [{"device": "h100-sxm", "count": 4}]
+    del doc["systems"][0]["options"]["link"]
+    errs = errors(doc)
+    assert list(errs) == ["systems[0].options.link"]
+    assert "share no peer link" in errs["systems[0].options.link"][0]
+
+
 def test_the_power_quote_sets_the_tpus_energy() -> None:
     low = simulate(parse_scenario(tpu_scenario(tdp_w=200.0), CAT))["systems"][0]
     high = simulate(parse_scenario(tpu_scenario(tdp_w=400.0), CAT))["systems"][0]

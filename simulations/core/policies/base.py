@@ -11,7 +11,7 @@ validation page and the API (see ``docs/architecture.md``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -30,7 +30,14 @@ from simulations.core.screening import (
     SharedVerdict,
     SignatureLike,
 )
-from simulations.core.spec import LinkSpec, ModelSpec, SloSpec, SystemSpec, WorkloadSpec
+from simulations.core.spec import (
+    DevicePlacement,
+    LinkSpec,
+    ModelSpec,
+    SloSpec,
+    SystemSpec,
+    WorkloadSpec,
+)
 
 
 @dataclass(frozen=True)
@@ -260,6 +267,21 @@ def resolve_link(system: SystemSpec, options: Mapping[str, Any]) -> LinkSpec | N
         return builtin_catalog().link(str(options["link"]))
     except SpecError as exc:
         raise SpecError("options.link", exc.message) from None
+
+
+def group_link(
+    system: SystemSpec, options: Mapping[str, Any], devices: Sequence[DevicePlacement] = ()
+) -> LinkSpec | None:
+    """The link a parallel group's collectives run over: the system's ``link`` option
+    (:func:`resolve_link`), else the ``peer_link`` that ``devices`` (default: all of the
+    system's) share in their records — a TPU's ICI; ``None`` when there is neither."""
+    link = resolve_link(system, options)
+    if link is not None:
+        return link
+    peers = [p.device.peer_link for p in (devices or system.devices)]
+    if peers and all(peer is not None and peer == peers[0] for peer in peers):
+        return peers[0]
+    return None
 
 
 _REGISTRY: dict[str, type[Policy]] = {}

@@ -18,7 +18,7 @@ from simulations.core.devices.parallel import ParallelGroup, shard_model
 from simulations.core.engine.core import ProgressFn, SimOutput, Unit, build_units
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
-from simulations.core.policies.base import OptionSpec, RoleSpec, register, resolve_link
+from simulations.core.policies.base import OptionSpec, RoleSpec, group_link, register
 from simulations.core.policies.disaggregated.sim import GLITCHES, DisaggSim, Scheduling
 from simulations.core.policies.disaggregated.transfer import Hop
 from simulations.core.policies.simulated import EnginePolicy
@@ -140,7 +140,8 @@ class GlitchesPolicy(EnginePolicy):
             str,
             "",
             "the catalog interconnect a prefill group's GPUs all-reduce over (nvlink4, "
-            "pcie5-x16, …); required when tensor_parallel > 1",
+            "pcie5-x16, …); when tensor_parallel > 1 it is required unless the GPUs' records "
+            "share a peer link, which is the default",
             catalog="links",
         ),
     )
@@ -165,8 +166,13 @@ class GlitchesPolicy(EnginePolicy):
                     "options.tensor_parallel",
                     f"{tp} does not divide {model.slug}'s {size} {what} ({name})",
                 )
-        if not opts["link"] and system.interconnect is None:
-            raise SpecError("options.link", f"name the interconnect of the {tp}-GPU groups")
+        gpus = [p for p in system.devices if p.device.kind is DeviceKind.GPU]
+        if group_link(system, opts, gpus) is None:
+            raise SpecError(
+                "options.link",
+                f"name the interconnect of the {tp}-GPU groups (the GPUs' records share no "
+                "peer link)",
+            )
         for j, p in enumerate(system.devices):
             if p.device.kind is not DeviceKind.GPU:
                 continue
@@ -252,7 +258,7 @@ class GlitchesPolicy(EnginePolicy):
         gpu_factory = self.device_models
         if tp > 1:
             self.check_system(system, model)
-            link = resolve_link(system, opts)
+            link = group_link(system, opts, gpu_placements)
             # one prefill unit per group of ``tp`` GPUs
             gpu_placements = [replace(p, count=p.count // tp) for p in gpu_placements]
 

@@ -22,7 +22,7 @@ from simulations.core.engine.chunked import ChunkedSim
 from simulations.core.engine.core import ProgressFn, SimOutput, Unit, build_units
 from simulations.core.engine.requests import RequestSet
 from simulations.core.errors import CapacityError, SpecError
-from simulations.core.policies.base import OptionSpec, RoleSpec, register, resolve_link
+from simulations.core.policies.base import OptionSpec, RoleSpec, group_link, register
 from simulations.core.policies.simulated import EnginePolicy
 from simulations.core.screening import BoundContext, Bounds, FitContext, SignatureLike
 from simulations.core.spec import (
@@ -204,7 +204,8 @@ class HomogeneousPolicy(EnginePolicy):
             str,
             "",
             "the catalog interconnect the parallel groups communicate over (nvlink4, "
-            "pcie5-x16, …); required when tensor_parallel × pipeline_parallel > 1",
+            "pcie5-x16, …); when tensor_parallel × pipeline_parallel > 1 it is required "
+            "unless the devices' records share a peer link (a TPU's ICI), which is the default",
             catalog="links",
         ),
     )
@@ -294,8 +295,12 @@ class HomogeneousPolicy(EnginePolicy):
                     f"options.{option}",
                     f"{value} does not divide {model.slug}'s {size} {what} ({name})",
                 )
-        if not opts["link"] and system.interconnect is None:
-            raise SpecError("options.link", f"name the interconnect of the {group}-device groups")
+        if group_link(system, opts) is None:
+            raise SpecError(
+                "options.link",
+                f"name the interconnect of the {group}-device groups (the devices' records "
+                "share no peer link)",
+            )
         sharded = model_parallel_kinds()
         for j, p in enumerate(system.devices):
             if p.device.kind not in sharded:
@@ -372,7 +377,7 @@ class HomogeneousPolicy(EnginePolicy):
         placements = system.devices
         if group > 1:
             self.check_system(system, model)
-            link = resolve_link(system, opts)
+            link = group_link(system, opts)
             # One engine unit per data-parallel replica of tp × pp devices.
             placements = tuple(replace(p, count=p.count // group) for p in system.devices)
 
@@ -508,7 +513,7 @@ def _replica_unit(ctx: FitContext, sig: SignatureLike, options: dict[str, Any]) 
         options=options,
     )
     HomogeneousPolicy.check_system(system, model)
-    link = resolve_link(system, options) if group > 1 else None
+    link = group_link(system, options) if group > 1 else None
 
     shared_kv = bool(options["prefix_caching"])
 

@@ -6,7 +6,7 @@ the ``homogeneous`` policy's ``tensor_parallel`` option. §4: "each Ray actor al
 partition of CPU KV cache, each responsible for a portion of KV heads".
 
 Neo's GPUs communicate over the system's ``link`` option (a catalog interconnect), else
-their device record's ``peer_link``; without either (no catalog GPU carries a peer link)
+their device record's ``peer_link`` (only the TPUs carry one); without either
 the all-reduces cost nothing — the deviation Neo's policies state where TP is used.
 """
 
