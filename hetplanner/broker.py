@@ -32,7 +32,7 @@ from time import monotonic_ns
 from typing import Any
 
 from kombu.exceptions import ChannelError
-from kombu.transport import filesystem
+from kombu.transport import TRANSPORT_ALIASES, filesystem
 from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
 from kombu.utils.objects import cached_property
@@ -123,6 +123,22 @@ class Channel(filesystem.Channel):
 
 
 class Transport(filesystem.Transport):
-    """kombu's filesystem transport with :class:`Channel` (``CELERY_BROKER_TRANSPORT``)."""
+    """kombu's filesystem transport with :class:`Channel`, selected by the broker URL
+    ``hetplanner-fs://`` (:func:`register`)."""
 
     Channel = Channel
+
+
+#: The broker URL scheme of :class:`Transport`.
+SCHEME = "hetplanner-fs"
+
+
+def register() -> None:
+    """Make ``hetplanner-fs://`` a kombu transport URL, in every process that loads the
+    Celery app (``hetplanner/celery.py``).
+
+    The URL, not Celery's ``broker_transport`` setting, selects the transport: that setting
+    overrides any URL's scheme, so a ``redis://`` URL set later would still be served
+    from files. (kombu refuses import paths in a URL, hence an alias.)
+    """
+    TRANSPORT_ALIASES.setdefault(SCHEME, f"{__name__}:Transport")

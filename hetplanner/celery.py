@@ -4,7 +4,10 @@ import os
 
 from celery import Celery
 
+from hetplanner import broker
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hetplanner.settings.local")
+broker.register()
 
 app = Celery("hetplanner")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -180,10 +180,9 @@ if REDIS_URL:
         "socket_timeout": max(5.0, REDIS_SOCKET_TIMEOUT_S),
     }
 else:
-    # kombu's filesystem transport: a real broker between processes that needs no server.
-    CELERY_BROKER_URL = "filesystem://"
-    # kombu's filesystem channel, with atomic sends and claims between processes.
-    CELERY_BROKER_TRANSPORT = "hetplanner.broker:Transport"
+    # kombu's filesystem transport, with atomic sends and claims between processes
+    # (hetplanner/broker.py): a real broker between processes that needs no server.
+    CELERY_BROKER_URL = "hetplanner-fs://"
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(BROKER_DIR)
 CELERY_TASK_DEFAULT_QUEUE = env("HETPLANNER_QUEUE", default="hetplanner")
 # The reconcilers' own queue, consumed by a worker of its own (`-Q housekeeping`): on the

@@ -31,7 +31,7 @@ def connect_fixture(options: dict[str, Any]) -> Iterator[Any]:
     opened: list[Connection] = []
 
     def connect() -> Any:
-        conn = Connection("filesystem://", transport=broker.Transport, transport_options=options)
+        conn = Connection("hetplanner-fs://", transport_options=options)
         opened.append(conn)
         return conn.default_channel
 
@@ -44,12 +44,22 @@ def queue_files(options: dict[str, Any]) -> list[str]:
     return sorted(os.listdir(options["data_folder_in"]))
 
 
+def test_its_url_selects_this_transport_and_a_redis_url_still_selects_redis() -> None:
+    from hetplanner.celery import app
+
+    assert app.connection_for_write("hetplanner-fs://").transport_cls == broker.SCHEME
+    with Connection("hetplanner-fs://") as conn:
+        assert type(conn.transport) is broker.Transport
+    with Connection("redis://127.0.0.1:1/0") as conn:
+        assert type(conn.transport).__module__ == "kombu.transport.redis"
+
+
 def test_the_settings_select_this_transport_for_the_embedded_broker() -> None:
     from hetplanner.settings import base
 
     if base.REDIS_URL:
         pytest.skip("the embedded broker is used only without REDIS_URL")
-    assert base.CELERY_BROKER_TRANSPORT == "hetplanner.broker:Transport"
+    assert base.CELERY_BROKER_URL == "hetplanner-fs://"
 
 
 def test_it_delivers_messages_in_the_order_they_were_sent(connect: Any) -> None:

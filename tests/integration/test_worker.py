@@ -110,7 +110,7 @@ def test_a_real_worker_runs_a_submitted_scenario(live_worker: WorkerProcess, use
 
 
 @pytest.mark.skipif(
-    settings.CELERY_BROKER_URL != "filesystem://", reason="the embedded (filesystem) broker only"
+    settings.CELERY_BROKER_URL != "hetplanner-fs://", reason="the embedded (filesystem) broker only"
 )
 @pytest.mark.usefixtures("catalog")
 def test_a_half_written_message_in_the_queue_folder_does_not_stop_the_worker(
